@@ -1,0 +1,107 @@
+// Package detect holds seismo's streaming statistics and anomaly detectors.
+//
+// Everything here is pure: no goroutines, no I/O, no clock reads, no logging.
+// Time is an input (Unix milliseconds); every update is O(1) work (O(clients)
+// for the per-client detectors) and bounded memory; every detector can be
+// snapshotted to bytes and restored.
+package detect
+
+import "github.com/seismo-agent/seismo/internal/model"
+
+// State is a detector's state after a sample.
+type State uint8
+
+// Detector states.
+const (
+	// StateWarmingUp means the baseline has too little history to judge.
+	StateWarmingUp State = iota
+	StateNormal
+	StateAnomalous
+)
+
+func (s State) String() string {
+	switch s {
+	case StateWarmingUp:
+		return "warming_up"
+	case StateNormal:
+		return "normal"
+	case StateAnomalous:
+		return "anomalous"
+	}
+	return "unknown"
+}
+
+// Direction says which way a value departed from its expectation.
+type Direction int8
+
+// Directions.
+const (
+	DirNone Direction = 0
+	DirUp   Direction = 1
+	DirDown Direction = -1
+)
+
+func (d Direction) String() string {
+	switch d {
+	case DirUp:
+		return "up"
+	case DirDown:
+		return "down"
+	}
+	return ""
+}
+
+// Verdict is a detector's judgement of one sample.
+type Verdict struct {
+	// Score is the anomaly score in [0, 1]; calibrated so that a fixed
+	// threshold means the same thing on every series.
+	Score float64
+	// Expected is the baseline value; Lower and Upper bound the normal band.
+	Expected     float64
+	Lower, Upper float64
+	Direction    Direction
+	State        State
+}
+
+// Detector is a univariate streaming detector. It is not safe for concurrent
+// use; the caller owns one instance per series.
+type Detector interface {
+	// Observe feeds one sample (ts in Unix milliseconds, non-decreasing) and
+	// returns the verdict for it. NaN and ±Inf values are skipped (the
+	// previous verdict's baseline is returned with StateWarmingUp or
+	// StateNormal); gaps and irregular intervals are allowed.
+	Observe(ts int64, v float64) Verdict
+	// MarshalBinary snapshots the full state in a stable, versioned encoding.
+	MarshalBinary() ([]byte, error)
+	// UnmarshalBinary restores a snapshot made by the same detector type and
+	// config; it returns an error for a foreign or corrupt snapshot.
+	UnmarshalBinary([]byte) error
+}
+
+// Sample is one value of a signal at an evaluation instant. Key identifies
+// the series within the signal (the value of the breakdown label, such as a
+// client ID) and is "" for a scalar signal.
+type Sample struct {
+	Key   string
+	Value float64
+}
+
+// Inputs are a composite detector's signals at one instant, by signal name.
+type Inputs map[string][]Sample
+
+// Result is a composite detector's judgement at one instant.
+type Result struct {
+	Verdict
+	// Informational marks an anomaly worth telling but not paging for, such
+	// as a single heavy client being rate-limited.
+	Informational bool
+	Explanation   *model.Explanation
+}
+
+// Composite is a detector over several named signals evaluated together
+// (decoupling, rate-limit storm, surge). It is not safe for concurrent use.
+type Composite interface {
+	Observe(ts int64, in Inputs) Result
+	MarshalBinary() ([]byte, error)
+	UnmarshalBinary([]byte) error
+}
