@@ -1,0 +1,203 @@
+// Package nab reads the Numenta Anomaly Benchmark corpus, runs seismo's
+// detectors over it, scores the results exactly as the corpus README
+// describes (windows, scaled sigmoid, profiles, threshold optimisation,
+// normalisation) and writes NAB-format result files.
+//
+// It is the only place in detect/ that does file I/O.
+package nab
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// timeLayout is the layout of data timestamps; window bounds add
+// ".ffffff", which time.Parse accepts with this layout as well.
+const timeLayout = "2006-01-02 15:04:05"
+
+// Window is one labelled anomaly window as a range of row indices (both
+// ends inclusive) in its file.
+type Window struct {
+	First, Last int
+}
+
+// Width is the number of rows in the window.
+func (w Window) Width() int { return w.Last - w.First + 1 }
+
+// File is one corpus series with its labels.
+type File struct {
+	// Name is the path relative to data/, e.g. "realKnownCause/nyc_taxi.csv".
+	Name string
+	// RawTimestamps and RawValues keep the rows exactly as given, so result
+	// files reproduce them byte for byte.
+	RawTimestamps []string
+	RawValues     []string
+	// Times are the row timestamps in Unix milliseconds (UTC).
+	Times  []int64
+	Values []float64
+	// Windows are sorted by position and do not overlap.
+	Windows []Window
+}
+
+// Rows is the number of data rows.
+func (f *File) Rows() int { return len(f.Values) }
+
+// Probation is the number of leading rows that are never scored:
+// min(floor(0.15 * rows), 750).
+func (f *File) Probation() int { return Probation(f.Rows()) }
+
+// Probation returns the probation length for a file of n rows.
+func Probation(n int) int { return min(n*15/100, 750) }
+
+// Category is the directory part of Name ("realKnownCause").
+func (f *File) Category() string { return filepath.Dir(f.Name) }
+
+// Corpus is the whole benchmark: every data file with its windows.
+type Corpus struct {
+	Files []*File
+}
+
+// Rows is the total number of data rows in the corpus.
+func (c *Corpus) Rows() int {
+	n := 0
+	for _, f := range c.Files {
+		n += f.Rows()
+	}
+	return n
+}
+
+// Windows is the total number of labelled windows.
+func (c *Corpus) Windows() int {
+	n := 0
+	for _, f := range c.Files {
+		n += len(f.Windows)
+	}
+	return n
+}
+
+// ErrNoCorpus is returned by Load when dir holds no NAB corpus.
+var ErrNoCorpus = errors.New("no NAB corpus")
+
+// Load reads the corpus under dir (which holds data/ and labels/). Every file
+// listed in labels/combined_windows.json is loaded, in sorted order.
+func Load(dir string) (*Corpus, error) {
+	labelsPath := filepath.Join(dir, "labels", "combined_windows.json")
+	raw, err := os.ReadFile(labelsPath)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w in %q: %w", ErrNoCorpus, dir, err)
+		}
+		return nil, fmt.Errorf("read labels: %w", err)
+	}
+	var windows map[string][][2]string
+	if err := json.Unmarshal(raw, &windows); err != nil {
+		return nil, fmt.Errorf("parse %q: %w", labelsPath, err)
+	}
+	names := make([]string, 0, len(windows))
+	for n := range windows {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+
+	c := &Corpus{Files: make([]*File, 0, len(names))}
+	for _, name := range names {
+		p := filepath.Join(dir, "data", filepath.FromSlash(name))
+		fh, err := os.Open(p)
+		if err != nil {
+			return nil, fmt.Errorf("open data file: %w", err)
+		}
+		f, err := ReadFile(name, fh)
+		fh.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read %q: %w", p, err)
+		}
+		if err := f.SetWindows(windows[name]); err != nil {
+			return nil, fmt.Errorf("labels for %q: %w", name, err)
+		}
+		c.Files = append(c.Files, f)
+	}
+	return c, nil
+}
+
+// ReadFile parses one data file (header "timestamp,value"; CRLF and a missing
+// final newline are fine). Rows are kept in order, duplicates included.
+func ReadFile(name string, r io.Reader) (*File, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = 2
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("header: %w", err)
+	}
+	if strings.TrimSpace(header[0]) != "timestamp" || strings.TrimSpace(header[1]) != "value" {
+		return nil, fmt.Errorf("header is %q, want \"timestamp,value\"", strings.Join(header, ","))
+	}
+	f := &File{Name: name}
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		line, _ := cr.FieldPos(0)
+		t, err := time.Parse(timeLayout, rec[0])
+		if err != nil {
+			return nil, fmt.Errorf("line %d: timestamp: %w", line, err)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rec[1]), 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: value: %w", line, err)
+		}
+		f.RawTimestamps = append(f.RawTimestamps, rec[0])
+		f.RawValues = append(f.RawValues, rec[1])
+		f.Times = append(f.Times, t.UnixMilli())
+		f.Values = append(f.Values, v)
+	}
+	return f, nil
+}
+
+// SetWindows converts timestamp windows ([start, end], both inclusive) to
+// row windows: the rows whose timestamps fall inside the bounds.
+func (f *File) SetWindows(bounds [][2]string) error {
+	f.Windows = f.Windows[:0]
+	for i, b := range bounds {
+		start, err := time.Parse(timeLayout, b[0])
+		if err != nil {
+			return fmt.Errorf("window %d start: %w", i, err)
+		}
+		end, err := time.Parse(timeLayout, b[1])
+		if err != nil {
+			return fmt.Errorf("window %d end: %w", i, err)
+		}
+		lo, hi := start.UnixMilli(), end.UnixMilli()
+		w := Window{First: -1, Last: -1}
+		for r, t := range f.Times {
+			if t < lo || t > hi {
+				continue
+			}
+			if w.First < 0 {
+				w.First = r
+			}
+			w.Last = r
+		}
+		if w.First < 0 {
+			return fmt.Errorf("window %d [%s, %s] covers no row", i, b[0], b[1])
+		}
+		if n := len(f.Windows); n > 0 && w.First <= f.Windows[n-1].Last {
+			return fmt.Errorf("window %d overlaps or precedes window %d", i, n-1)
+		}
+		f.Windows = append(f.Windows, w)
+	}
+	return nil
+}

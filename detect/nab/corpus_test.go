@@ -1,0 +1,109 @@
+package nab
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestReadFile(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		rows    int
+		wantErr string
+	}{
+		{"LF", "timestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:05:00,2.5\n", 2, ""},
+		{"CRLF without final newline", "timestamp,value\r\n2014-01-01 00:00:00,1\r\n2014-01-01 00:05:00,2", 2, ""},
+		{"repeated timestamps are kept", "timestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:00:00,2\n", 2, ""},
+		{"bad header", "time,value\n", 0, "header"},
+		{"bad value", "timestamp,value\n2014-01-01 00:00:00,x\n", 0, "line 2: value"},
+		{"bad timestamp", "timestamp,value\n2014-01-01T00:00:00,1\n", 0, "line 2: timestamp"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := ReadFile("cat/x.csv", strings.NewReader(tt.in))
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.rows, f.Rows())
+			require.Equal(t, "cat", f.Category())
+		})
+	}
+}
+
+func TestSetWindows(t *testing.T) {
+	in := "timestamp,value\n" +
+		"2014-01-01 00:00:00,1\n2014-01-01 00:05:00,1\n2014-01-01 00:05:00,1\n" +
+		"2014-01-01 00:10:00,1\n2014-01-01 00:15:00,1\n2014-01-01 00:20:00,1\n"
+	f, err := ReadFile("c/f.csv", strings.NewReader(in))
+	require.NoError(t, err)
+
+	require.NoError(t, f.SetWindows([][2]string{{"2014-01-01 00:05:00.000000", "2014-01-01 00:10:00.000000"}}))
+	require.Equal(t, []Window{{First: 1, Last: 3}}, f.Windows, "both ends inclusive, duplicates included")
+
+	require.ErrorContains(t, f.SetWindows([][2]string{{"2015-01-01 00:00:00.000000", "2015-01-02 00:00:00.000000"}}), "covers no row")
+	require.ErrorContains(t, f.SetWindows([][2]string{
+		{"2014-01-01 00:05:00.000000", "2014-01-01 00:10:00.000000"},
+		{"2014-01-01 00:10:00.000000", "2014-01-01 00:15:00.000000"},
+	}), "overlaps")
+}
+
+func TestProbation(t *testing.T) {
+	for _, tt := range []struct{ rows, want int }{{0, 0}, {99, 14}, {100, 15}, {4032, 604}, {5000, 750}, {22695, 750}} {
+		require.Equal(t, tt.want, Probation(tt.rows), "rows=%d", tt.rows)
+	}
+}
+
+// CorpusDir finds the NAB corpus for tests: $SEISMO_NAB_DATA, or
+// ../shared/data/nab next to the directory holding go.mod. It skips the test
+// when the corpus is absent, except under CI=true where absence is a failure.
+func corpusDir(t testing.TB) string {
+	t.Helper()
+	if d := os.Getenv("SEISMO_NAB_DATA"); d != "" {
+		return d
+	}
+	dir, err := os.Getwd()
+	require.NoError(t, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the test directory")
+		}
+		dir = parent
+	}
+	d := filepath.Join(dir, "..", "shared", "data", "nab")
+	if _, err := os.Stat(filepath.Join(d, "labels", "combined_windows.json")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("NAB corpus not found at %s (set SEISMO_NAB_DATA): %v", d, err)
+		}
+		t.Skipf("NAB corpus not found at %s (set SEISMO_NAB_DATA)", d)
+	}
+	return d
+}
+
+func TestLoadCorpus(t *testing.T) {
+	c, err := Load(corpusDir(t))
+	require.NoError(t, err)
+	require.Len(t, c.Files, 58)
+	require.Equal(t, 365558, c.Rows())
+	require.Equal(t, 116, c.Windows())
+	for _, f := range c.Files {
+		for _, w := range f.Windows {
+			require.GreaterOrEqual(t, w.First, f.Probation(), f.Name)
+		}
+	}
+}
+
+func TestLoadMissingCorpus(t *testing.T) {
+	_, err := Load(t.TempDir())
+	require.ErrorIs(t, err, ErrNoCorpus)
+}
