@@ -1,0 +1,292 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/oklog/run"
+
+	"github.com/seismo-agent/seismo/internal/config"
+	"github.com/seismo-agent/seismo/web"
+)
+
+// A service is one long-running subsystem in the agent's run group.
+type service struct {
+	name string
+	// run works until ctx ends and then returns nil; any other return stops
+	// the whole agent.
+	run func(ctx context.Context) error
+	// started, if not nil, is closed once the service is serving; /-/ready
+	// and systemd's READY=1 wait for every started channel.
+	started <-chan struct{}
+}
+
+// A reloader is one subsystem's part of a config reload. Reload is
+// build-then-swap across all subsystems:
+//
+//  1. the new config is loaded and fully validated;
+//  2. every reloader's prepare builds that subsystem's next state from it
+//     without touching the running state (no goroutines started, nothing
+//     that would need releasing if another subsystem fails);
+//  3. only if every prepare succeeded, every commit runs, in order. A commit
+//     must not fail and should be quick (swap a pointer, hand state over).
+//
+// If any step fails, nothing is committed: the old config keeps running.
+type reloader struct {
+	name    string
+	prepare func(ctx context.Context, cfg *config.Config) (commit func(), err error)
+}
+
+// agentOptions are what newAgent needs; tests fill them with fakes.
+type agentOptions struct {
+	logger *slog.Logger
+	// load reads the config again from the same file, environment and
+	// flags as at start-up.
+	load func() (*config.Config, error)
+	// notify sends a state to systemd (daemon.SdNotify); nil does nothing.
+	notify func(state string)
+	// watchdog is the systemd watchdog interval; 0 disables pings.
+	watchdog time.Duration
+	now      func() time.Time
+}
+
+// agent owns the running subsystems, the HTTP server and the current config,
+// and serialises reloads in its main loop.
+type agent struct {
+	opts    agentOptions
+	logger  *slog.Logger
+	web     *web.Server
+	set     *metrics.Set // the agent's own metrics (seismo_build_info, seismo_config_*)
+	version buildVersion
+
+	mu        sync.Mutex // guards cfg
+	cfg       *config.Config
+	services  []service
+	reloaders []reloader
+
+	// hup coalesces reload requests from SIGHUP; reloads carries requests
+	// from POST /-/reload, which wait for the result.
+	hup     chan struct{}
+	reloads chan chan error
+
+	reloadOK      *metrics.Gauge
+	reloadSuccess *metrics.Gauge
+	reloadsTotal  *metrics.Counter
+	reloadsFailed *metrics.Counter
+}
+
+// newAgent creates the agent for cfg with its HTTP server bound. Subsystems
+// are added by wire (see run.go) before run is called.
+func newAgent(cfg *config.Config, opts agentOptions) (*agent, error) {
+	if opts.now == nil {
+		opts.now = time.Now
+	}
+	if opts.notify == nil {
+		opts.notify = func(string) {}
+	}
+	a := &agent{
+		opts:    opts,
+		logger:  opts.logger,
+		set:     metrics.NewSet(),
+		version: getBuildVersion(),
+		cfg:     cfg,
+		hup:     make(chan struct{}, 1),
+		reloads: make(chan chan error),
+	}
+	a.set.NewGauge(fmt.Sprintf(`seismo_build_info{version=%q,revision=%q,goversion=%q}`,
+		a.version.Version, a.version.Revision, a.version.GoVersion), func() float64 { return 1 })
+	a.reloadOK = a.set.NewGauge(`seismo_config_last_reload_successful`, nil)
+	a.reloadSuccess = a.set.NewGauge(`seismo_config_last_reload_success_timestamp_seconds`, nil)
+	a.reloadsTotal = a.set.NewCounter(`seismo_config_reloads_total`)
+	a.reloadsFailed = a.set.NewCounter(`seismo_config_reload_failures_total`)
+	a.reloadOK.Set(1) // the start-up config loaded, or we would not be here
+	a.reloadSuccess.Set(float64(opts.now().Unix()))
+
+	httpSet := metrics.NewSet()
+	w, err := web.New(web.Options{
+		ListenAddress:         cfg.HTTP.ListenAddress,
+		MaxConcurrentRequests: cfg.HTTP.MaxConcurrentRequests,
+		Reload:                a.requestReload,
+		Set:                   httpSet,
+		Logger:                opts.logger.With("component", "web"),
+		ShutdownTimeout:       cfg.ShutdownTimeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.RegisterMetrics(a.set)
+	a.web = w
+	return a, nil
+}
+
+// config returns the config currently in force.
+func (a *agent) config() *config.Config {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.cfg
+}
+
+// addService adds a subsystem to the run group.
+func (a *agent) addService(s service) { a.services = append(a.services, s) }
+
+// addReloader adds a subsystem's part of reload; reloaders commit in the
+// order they were added.
+func (a *agent) addReloader(r reloader) { a.reloaders = append(a.reloaders, r) }
+
+// metricsSet returns a new metric set shown on /metrics, for one subsystem.
+func (a *agent) metricsSet() *metrics.Set {
+	s := metrics.NewSet()
+	a.web.RegisterMetrics(s)
+	return s
+}
+
+// run runs the HTTP server, every service and the main loop until ctx ends
+// or one of them fails, and returns the first failure (nil after a clean
+// stop).
+func (a *agent) run(ctx context.Context) error {
+	defer a.web.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var g run.Group
+	g.Add(func() error { return a.web.Run(ctx) }, func(error) { cancel() })
+	for _, s := range a.services {
+		g.Add(func() error {
+			if err := s.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				return fmt.Errorf("%s: %w", s.name, err)
+			}
+			return nil
+		}, func(error) { cancel() })
+	}
+	g.Add(func() error { return a.loop(ctx) }, func(error) { cancel() })
+	return g.Run()
+}
+
+// loop is the agent's main loop: it declares readiness once every service
+// has started, performs reloads one at a time, and pings the systemd
+// watchdog, so a loop stuck in a reload stops the pings and gets the
+// agent restarted.
+func (a *agent) loop(ctx context.Context) error {
+	var ping <-chan time.Time
+	if a.opts.watchdog > 0 {
+		t := time.NewTicker(a.opts.watchdog / 2)
+		defer t.Stop()
+		ping = t.C
+	}
+	// Services are waited for inside the loop so the watchdog keeps being
+	// pinged while a slow one starts.
+	pending := make([]<-chan struct{}, 0, len(a.services))
+	for _, s := range a.services {
+		if s.started != nil {
+			pending = append(pending, s.started)
+		}
+	}
+	var started <-chan struct{}
+	ready := func() {
+		a.web.SetReady(true)
+		a.opts.notify("READY=1")
+		a.logger.Info("agent ready", "listen_address", a.web.Addr().String())
+	}
+	if len(pending) == 0 {
+		ready()
+	} else {
+		started = pending[0]
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			a.web.SetReady(false)
+			a.opts.notify("STOPPING=1")
+			return nil
+		case <-started:
+			pending = pending[1:]
+			if len(pending) > 0 {
+				started = pending[0]
+			} else {
+				started = nil
+				ready()
+			}
+		case <-ping:
+			a.opts.notify("WATCHDOG=1")
+		case <-a.hup:
+			_ = a.reload(ctx) // reload logs and counts its own failure
+		case reply := <-a.reloads:
+			reply <- a.reload(ctx)
+		}
+	}
+}
+
+// requestReload asks the main loop to reload and waits for the outcome or
+// for ctx. It is what POST /-/reload calls.
+func (a *agent) requestReload(ctx context.Context) error {
+	reply := make(chan error, 1)
+	select {
+	case a.reloads <- reply:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// hangup asks for a reload without waiting (SIGHUP). Requests made while one
+// is pending are merged into it.
+func (a *agent) hangup() {
+	select {
+	case a.hup <- struct{}{}:
+	default:
+	}
+}
+
+// reload loads the config again and applies it build-then-swap (see
+// reloader). On failure the old config keeps running.
+func (a *agent) reload(ctx context.Context) error {
+	start := a.opts.now()
+	a.opts.notify(fmt.Sprintf("RELOADING=1\nMONOTONIC_USEC=%d", monotonicUsec()))
+	defer a.opts.notify("READY=1")
+	a.reloadsTotal.Inc()
+
+	err := a.applyNewConfig(ctx)
+	if err != nil {
+		a.reloadsFailed.Inc()
+		a.reloadOK.Set(0)
+		a.logger.Error("config reload failed; the previous config keeps running", "err", err)
+		return err
+	}
+	a.reloadOK.Set(1)
+	a.reloadSuccess.Set(float64(a.opts.now().Unix()))
+	a.logger.Info("config reloaded", "file", a.config().File, "duration", a.opts.now().Sub(start))
+	return nil
+}
+
+func (a *agent) applyNewConfig(ctx context.Context) error {
+	cfg, err := a.opts.load()
+	if err != nil {
+		return err
+	}
+	commits := make([]func(), 0, len(a.reloaders))
+	for _, r := range a.reloaders {
+		commit, err := r.prepare(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.name, err)
+		}
+		if commit != nil {
+			commits = append(commits, commit)
+		}
+	}
+	for _, commit := range commits {
+		commit()
+	}
+	a.mu.Lock()
+	a.cfg = cfg
+	a.mu.Unlock()
+	return nil
+}

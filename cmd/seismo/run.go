@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/seismo-agent/seismo/internal/config"
+)
+
+// runFlags are the flags of "seismo run". Flags override SEISMO_*
+// environment variables, which override the config file.
+type runFlags struct {
+	configFile string
+	// overrides maps config key paths to flags; only flags the user set
+	// are applied.
+	overrides map[string]*string
+}
+
+func registerRun(app *kingpin.Application, cli *cliEnv) {
+	cmd := app.Command("run", "Run the agent (without --config: the embedded default config).")
+	f := &runFlags{overrides: map[string]*string{}}
+	cmd.Flag("config", "Agent config file (YAML). Relative paths inside it are resolved against its directory.").
+		PlaceHolder("FILE").StringVar(&f.configFile)
+	// Each override flag sets one config key; add more here as needed.
+	for _, o := range []struct{ flag, key, help string }{
+		{"http.listen-address", "http.listen_address", "Address to serve HTTP on (overrides http.listen_address)."},
+		{"log.level", "log.level", "Log level: debug, info, warn, error (overrides log.level)."},
+		{"log.format", "log.format", "Log format: text or json (overrides log.format)."},
+		{"data-dir", "data_dir", "Directory for persistent state (overrides data_dir)."},
+	} {
+		f.overrides[o.key] = cmd.Flag(o.flag, o.help).PlaceHolder("VALUE").String()
+	}
+	cmd.Action(cli.action(func(ctx context.Context) error {
+		return runAgent(ctx, cli, f)
+	}))
+}
+
+// loadOptions is what config.Load reads at start-up and on every reload.
+func (f *runFlags) loadOptions(environ []string) config.LoadOptions {
+	flags := map[string]any{}
+	for key, v := range f.overrides {
+		if *v != "" {
+			flags[key] = *v
+		}
+	}
+	return config.LoadOptions{File: f.configFile, Env: environ, Flags: flags}
+}
+
+// runAgent loads the config, builds the agent and runs it until SIGINT or
+// SIGTERM. The first such signal drains within shutdown_timeout; a second
+// one, or the timeout, exits at once.
+func runAgent(ctx context.Context, cli *cliEnv, f *runFlags) error {
+	// Subscribe first so that a signal during start-up is not lost.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	load := func() (*config.Config, error) { return config.Load(f.loadOptions(cli.environ)) }
+	cfg, err := load()
+	if err != nil {
+		return fmt.Errorf("load config:\n%w", err)
+	}
+	logger, level, err := newLogger(cli.stderr, cfg.Log)
+	if err != nil {
+		return err
+	}
+	logger.Info("starting seismo", "version", getBuildVersion().Version, "config", configName(cfg))
+
+	a, err := newAgent(cfg, agentOptions{
+		logger:   logger,
+		load:     load,
+		notify:   sdNotify,
+		watchdog: sdWatchdog(),
+	})
+	if err != nil {
+		return err
+	}
+	if err := wire(a, cfg, level); err != nil {
+		a.web.Close()
+		return err
+	}
+
+	done := make(chan error, 1)
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	go func() { done <- a.run(runCtx) }()
+
+	for {
+		select {
+		case err := <-done:
+			return err
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				logger.Info("SIGHUP received, reloading config")
+				a.hangup()
+				continue
+			}
+			logger.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
+			cancel()
+			return drain(logger, done, sigs, a.config().ShutdownTimeout)
+		}
+	}
+}
+
+// drain waits for the agent to stop, at most timeout; another SIGINT or
+// SIGTERM cuts the wait short.
+func drain(logger *slog.Logger, done <-chan error, sigs <-chan os.Signal, timeout time.Duration) error {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return err
+			}
+			logger.Info("stopped")
+			return nil
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				continue // too late to reload
+			}
+			return &exitError{code: 1, err: fmt.Errorf("second signal (%s) during shutdown: exiting at once", sig)}
+		case <-deadline.C:
+			return &exitError{code: 1, err: errors.New("shutdown did not finish within shutdown_timeout: exiting anyway")}
+		}
+	}
+}
+
+// wire builds every subsystem from cfg and registers it with the agent: its
+// Run in the run group (a.addService), its part of reload (a.addReloader),
+// its HTTP handlers (a.web.Handle) and its metrics (a.metricsSet). Add new
+// subsystems here, in data-flow order (collectors, store, rules, notify).
+func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
+	a.addReloader(reloader{name: "log", prepare: func(_ context.Context, next *config.Config) (func(), error) {
+		lvl, err := config.ParseLevel(next.Log.Level)
+		if err != nil {
+			return nil, err // unreachable after Validate; kept for safety
+		}
+		cur := a.config()
+		if next.Log.Format != cur.Log.Format {
+			a.logger.Warn("log.format changed; restart seismo to apply it", "old", cur.Log.Format, "new", next.Log.Format)
+		}
+		return func() { level.Set(lvl) }, nil
+	}})
+	a.addReloader(reloader{name: "http", prepare: func(_ context.Context, next *config.Config) (func(), error) {
+		if cur := a.config(); next.HTTP.ListenAddress != cur.HTTP.ListenAddress {
+			a.logger.Warn("http.listen_address changed; restart seismo to apply it",
+				"old", cur.HTTP.ListenAddress, "new", next.HTTP.ListenAddress)
+		}
+		return nil, nil
+	}})
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
+	return nil
+}
+
+func configName(cfg *config.Config) string {
+	if cfg.File == "" {
+		return "<embedded default>"
+	}
+	return cfg.File
+}
+
+// signalContext returns a context cancelled by SIGINT or SIGTERM, for
+// commands other than run (which handles its own signals).
+func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
+}
