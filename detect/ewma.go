@@ -1,0 +1,75 @@
+package detect
+
+import "math"
+
+// EWMA is an exponentially weighted moving mean and variance (West's
+// incremental form). The zero value is unusable; make one with NewEWMA.
+// It costs a handful of float operations per update and no allocation.
+type EWMA struct {
+	alpha float64
+	mean  float64
+	vr    float64
+	n     uint64
+}
+
+// NewEWMA returns an EWMA with smoothing factor alpha in (0, 1]: the weight
+// of the newest sample. Use AlphaForHalfLife to think in samples.
+func NewEWMA(alpha float64) EWMA { return EWMA{alpha: alpha} }
+
+// AlphaForHalfLife returns the smoothing factor whose weights halve every
+// halfLife samples.
+func AlphaForHalfLife(halfLife float64) float64 {
+	if halfLife <= 0 {
+		return 1
+	}
+	return 1 - math.Exp2(-1/halfLife)
+}
+
+// Update adds one sample. The first sample sets the mean; until then Mean
+// returns 0 and Var 0.
+func (e *EWMA) Update(x float64) {
+	e.n++
+	if e.n == 1 {
+		e.mean, e.vr = x, 0
+		return
+	}
+	d := x - e.mean
+	incr := e.alpha * d
+	e.mean += incr
+	e.vr = (1 - e.alpha) * (e.vr + d*incr)
+}
+
+// Mean is the weighted mean.
+func (e *EWMA) Mean() float64 { return e.mean }
+
+// Var is the weighted variance.
+func (e *EWMA) Var() float64 { return e.vr }
+
+// Std is the weighted standard deviation.
+func (e *EWMA) Std() float64 { return math.Sqrt(e.vr) }
+
+// Count is the number of samples seen.
+func (e *EWMA) Count() uint64 { return e.n }
+
+// Alpha is the smoothing factor.
+func (e *EWMA) Alpha() float64 { return e.alpha }
+
+// Z is x's distance from the mean in standard deviations, with floor as the
+// smallest standard deviation to divide by (guards flat series).
+func (e *EWMA) Z(x, floor float64) float64 {
+	return (x - e.mean) / max(e.Std(), floor)
+}
+
+func (e *EWMA) encode(w *encoder) {
+	w.f64(e.alpha)
+	w.f64(e.mean)
+	w.f64(e.vr)
+	w.u64(e.n)
+}
+
+func (e *EWMA) decode(r *decoder) {
+	e.alpha = r.f64()
+	e.mean = r.f64()
+	e.vr = r.f64()
+	e.n = r.u64()
+}

@@ -1,0 +1,75 @@
+package detect
+
+import "math"
+
+// NormalTail is the upper tail probability P(Z > z) of a standard normal.
+// It stays accurate far into the tail (it does not round 1-Φ(z) to 0).
+func NormalTail(z float64) float64 { return 0.5 * math.Erfc(z/math.Sqrt2) }
+
+// LogTailScore maps a tail probability p to a score in [0, 1] on a log
+// scale: 0 for p = 1, 0.5 for p = 1e-5, 1 for p <= 1e-10 (Numenta's
+// log-likelihood scaling). It spreads the interesting region, p between 1e-3
+// and 1e-8, over most of the score range so that a fixed threshold is
+// meaningful.
+func LogTailScore(p float64) float64 {
+	if !(p < 1) {
+		return 0
+	}
+	s := math.Log(p+1e-10) / math.Log(1e-10)
+	return min(max(s, 0), 1)
+}
+
+// Likelihood is the anomaly-likelihood layer: it turns a stream of raw
+// surprise values (any scale, larger is more surprising) into the tail
+// probability that the recent average of raw values is this high, judged
+// against the long-run distribution of that average. A series that is always
+// noisy therefore stops scoring high, and a burst of surprise scores higher
+// than a single outlier. Numenta use sliding windows; here both windows are
+// exponential, so an update is O(1) with no buffers.
+type Likelihood struct {
+	short EWMA // recent average of raw values
+	long  EWMA // long-run mean and variance of the recent average
+	// minStd floors the long-run standard deviation so that a long quiet
+	// stretch does not make the smallest blip look impossible.
+	minStd float64
+}
+
+// NewLikelihood returns a likelihood layer averaging raw values over about
+// shortHalfLife samples and learning their distribution over about
+// longHalfLife samples.
+func NewLikelihood(shortHalfLife, longHalfLife, minStd float64) Likelihood {
+	return Likelihood{
+		short:  NewEWMA(AlphaForHalfLife(shortHalfLife)),
+		long:   NewEWMA(AlphaForHalfLife(longHalfLife)),
+		minStd: minStd,
+	}
+}
+
+// Update adds a raw value and returns the tail probability of the recent
+// average (1 means "nothing unusual"). The long-run distribution learns the
+// average after it is judged, so a sample does not mask itself.
+func (l *Likelihood) Update(raw float64) float64 {
+	l.short.Update(raw)
+	avg := l.short.Mean()
+	p := 1.0
+	if l.long.Count() > 0 {
+		p = NormalTail((avg - l.long.Mean()) / max(l.long.Std(), l.minStd))
+	}
+	l.long.Update(avg)
+	return p
+}
+
+// Count is the number of raw values seen.
+func (l *Likelihood) Count() uint64 { return l.short.Count() }
+
+func (l *Likelihood) encode(w *encoder) {
+	l.short.encode(w)
+	l.long.encode(w)
+	w.f64(l.minStd)
+}
+
+func (l *Likelihood) decode(r *decoder) {
+	l.short.decode(r)
+	l.long.decode(r)
+	l.minStd = r.f64()
+}

@@ -1,0 +1,73 @@
+package detect
+
+import "math"
+
+// madToSigma converts a mean absolute deviation to the standard deviation of
+// a normal distribution with that deviation (sqrt(pi/2)).
+const madToSigma = 1.2533141373155001
+
+// Robust is a streaming robust location and scale: an exponentially
+// weighted mean and mean absolute deviation in which every deviation is
+// clipped to clip×scale first (a Huber estimator). One outlier moves it by at
+// most alpha×clip×scale, unlike a plain EWMA, yet a lasting level shift is
+// still followed. O(1) per update, no allocation.
+type Robust struct {
+	alpha float64
+	clip  float64
+	loc   float64
+	mad   float64 // clipped mean absolute deviation
+	n     uint64
+}
+
+// NewRobust returns a robust estimator with smoothing factor alpha (see
+// AlphaForHalfLife) that clips deviations at clip scales (3 is usual).
+func NewRobust(alpha, clip float64) Robust { return Robust{alpha: alpha, clip: clip} }
+
+// Update adds one sample.
+func (r *Robust) Update(x float64) {
+	r.n++
+	if r.n == 1 {
+		r.loc = x
+		return
+	}
+	d := x - r.loc
+	ad := math.Abs(d)
+	if r.mad > 0 {
+		if c := r.clip * r.mad * madToSigma; ad > c {
+			d = math.Copysign(c, d)
+			ad = c
+		}
+	}
+	r.loc += r.alpha * d
+	r.mad += r.alpha * (ad - r.mad)
+}
+
+// Loc is the location estimate (close to the median for symmetric noise).
+func (r *Robust) Loc() float64 { return r.loc }
+
+// Scale is the scale estimate in standard-deviation units.
+func (r *Robust) Scale() float64 { return r.mad * madToSigma }
+
+// Count is the number of samples seen.
+func (r *Robust) Count() uint64 { return r.n }
+
+// Z is x's distance from Loc in Scale units, dividing by at least floor.
+func (r *Robust) Z(x, floor float64) float64 {
+	return (x - r.loc) / max(r.Scale(), floor)
+}
+
+func (r *Robust) encode(w *encoder) {
+	w.f64(r.alpha)
+	w.f64(r.clip)
+	w.f64(r.loc)
+	w.f64(r.mad)
+	w.u64(r.n)
+}
+
+func (r *Robust) decode(d *decoder) {
+	r.alpha = d.f64()
+	r.clip = d.f64()
+	r.loc = d.f64()
+	r.mad = d.f64()
+	r.n = d.u64()
+}

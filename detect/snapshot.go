@@ -1,0 +1,130 @@
+package detect
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Snapshots are: one format version byte, the kind name (length-prefixed),
+// then the detector's fixed fields little-endian (float64 as IEEE bits,
+// counters as uint64), config first so that a snapshot from a different
+// config is refused. Bump snapshotVersion when any layout changes.
+const snapshotVersion = 1
+
+// ErrSnapshot is wrapped by every snapshot restore error.
+var ErrSnapshot = errors.New("invalid detector snapshot")
+
+type encoder struct{ b []byte }
+
+func newEncoder(kind string, capacity int) *encoder {
+	e := &encoder{b: make([]byte, 0, capacity+2+len(kind))}
+	e.b = append(e.b, snapshotVersion, byte(len(kind)))
+	e.b = append(e.b, kind...)
+	return e
+}
+
+func (e *encoder) u64(v uint64) { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
+func (e *encoder) f64(v float64) { e.u64(math.Float64bits(v)) }
+func (e *encoder) i64(v int64)  { e.u64(uint64(v)) }
+func (e *encoder) bool(v bool) {
+	if v {
+		e.b = append(e.b, 1)
+	} else {
+		e.b = append(e.b, 0)
+	}
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+// newDecoder checks the version and kind header.
+func newDecoder(kind string, b []byte) (*decoder, error) {
+	if len(b) < 2 {
+		return nil, fmt.Errorf("%w: too short", ErrSnapshot)
+	}
+	if b[0] != snapshotVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d", ErrSnapshot, b[0], snapshotVersion)
+	}
+	n := int(b[1])
+	if len(b) < 2+n {
+		return nil, fmt.Errorf("%w: truncated kind", ErrSnapshot)
+	}
+	if got := string(b[2 : 2+n]); got != kind {
+		return nil, fmt.Errorf("%w: made by detector %q, not %q", ErrSnapshot, got, kind)
+	}
+	return &decoder{b: b[2+n:]}, nil
+}
+
+func (d *decoder) u64() uint64 {
+	if len(d.b) < 8 {
+		if d.err == nil {
+			d.err = fmt.Errorf("%w: truncated", ErrSnapshot)
+		}
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(d.b)
+	d.b = d.b[8:]
+	return v
+}
+
+func (d *decoder) f64() float64 { return math.Float64frombits(d.u64()) }
+func (d *decoder) i64() int64   { return int64(d.u64()) }
+func (d *decoder) bool() bool {
+	if len(d.b) < 1 {
+		if d.err == nil {
+			d.err = fmt.Errorf("%w: truncated", ErrSnapshot)
+		}
+		return false
+	}
+	v := d.b[0] != 0
+	d.b = d.b[1:]
+	return v
+}
+
+// configMatches records an error when a snapshot's config field differs
+// from the detector's own.
+func (d *decoder) configF64(name string, want float64) {
+	if got := d.f64(); d.err == nil && got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+		d.err = fmt.Errorf("%w: made with %s=%v, this detector has %v", ErrSnapshot, name, got, want)
+	}
+}
+
+// finish reports the first decoding error or trailing bytes.
+func (d *decoder) finish() error {
+	if d.err != nil {
+		return d.err
+	}
+	if len(d.b) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrSnapshot, len(d.b))
+	}
+	return nil
+}
+
+// errorf builds an ErrSnapshot error.
+func errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrSnapshot}, args...)...)
+}
+
+func encodeVerdict(w *encoder, v Verdict) {
+	w.f64(v.Score)
+	w.f64(v.Expected)
+	w.f64(v.Lower)
+	w.f64(v.Upper)
+	w.i64(int64(v.Direction))
+	w.u64(uint64(v.State))
+}
+
+func decodeVerdict(r *decoder) Verdict {
+	return Verdict{
+		Score:     r.f64(),
+		Expected:  r.f64(),
+		Lower:     r.f64(),
+		Upper:     r.f64(),
+		Direction: Direction(r.i64()),
+		State:     State(r.u64()),
+	}
+}
