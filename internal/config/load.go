@@ -118,16 +118,16 @@ func Load(opts LoadOptions) (*Config, error) {
 	if err := decode(k, &cfg); err != nil {
 		errs.addDecodeErrors(err, origins)
 	}
-	if len(errs) > 0 {
-		return nil, errs.err()
-	}
 
+	// Validate even after decode errors, so that one run reports every
+	// problem; a field that failed to decode keeps its default and is
+	// not reported twice.
 	cfg.File = opts.File
 	var ferrs configutil.Errors
 	ferrs.Merge("", cfg.resolve(baseDir))
 	ferrs.Merge("", cfg.Validate())
-	if err := ferrs.Err(); err != nil {
-		errs.addFieldErrors(err, origins)
+	errs.addFieldErrors(ferrs.Err(), origins)
+	if len(errs) > 0 {
 		return nil, errs.err()
 	}
 	return &cfg, nil
@@ -201,12 +201,13 @@ type sectionHook struct {
 	resolve  func(baseDir string) error
 }
 
-// sections returns the hooks of every struct-typed field of c whose pointer
-// has a Validate() error or Resolve(baseDir string) error method. This is
-// how a new section gets validated without further wiring.
-func sections(c *Config) []sectionHook {
+// sections returns the hooks of every struct-typed field of the struct that
+// cfg points to whose pointer has a Validate() error or
+// Resolve(baseDir string) error method. This is how a new section of Config
+// gets validated without further wiring.
+func sections(cfg any) []sectionHook {
 	var out []sectionHook
-	v := reflect.ValueOf(c).Elem()
+	v := reflect.ValueOf(cfg).Elem()
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
 		key, _, _ := strings.Cut(f.Tag.Get("koanf"), ",")
@@ -299,11 +300,19 @@ func (ps *problems) add(where origin, path, msg string) {
 	*ps = append(*ps, problem{where: where, path: path, msg: msg})
 }
 
-// addFieldErrors adds the FieldErrors in err, each with its origin.
+// addFieldErrors adds the FieldErrors in err, each with its origin, except
+// those about a path that already has a problem.
 func (ps *problems) addFieldErrors(err error, o origins) {
+	seen := map[string]bool{}
+	for _, p := range *ps {
+		seen[p.path] = true
+	}
 	for _, e := range leafErrors(err) {
 		var fe *configutil.FieldError
 		if errors.As(e, &fe) {
+			if seen[fe.Path] {
+				continue
+			}
 			ps.add(o.lookup(fe.Path), fe.Path, fe.Msg)
 		} else {
 			ps.add(origin{}, "", e.Error())
@@ -316,7 +325,7 @@ func (ps *problems) addFieldErrors(err error, o origins) {
 // loadEnv, so mapstructure's own "has invalid keys" errors are dropped then.
 func (ps *problems) addDecodeErrors(err error, o origins) {
 	reported := len(*ps) > 0
-	for _, e := range leafErrors(err) {
+	for _, e := range decodeErrors(err) {
 		var de *mapstructure.DecodeError
 		if errors.As(e, &de) {
 			msg := de.Unwrap().Error()
@@ -345,6 +354,28 @@ func (ps problems) err() error {
 		errs[i] = errors.New(p.String())
 	}
 	return errors.Join(errs...)
+}
+
+// decodeErrors digs mapstructure's DecodeErrors out of the wrapped, joined
+// error its Decode returns.
+func decodeErrors(err error) []error {
+	var de *mapstructure.DecodeError
+	if errors.As(err, &de) && err == error(de) {
+		return []error{err}
+	}
+	switch x := err.(type) {
+	case interface{ Unwrap() []error }:
+		var out []error
+		for _, e := range x.Unwrap() {
+			out = append(out, decodeErrors(e)...)
+		}
+		return out
+	case interface{ Unwrap() error }:
+		if inner := x.Unwrap(); inner != nil {
+			return decodeErrors(inner)
+		}
+	}
+	return []error{err}
 }
 
 // leafErrors flattens errors.Join trees.

@@ -1,0 +1,322 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seismo-agent/seismo/internal/configutil"
+)
+
+// writeFile writes content to dir/name and returns its path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+func TestLoadEmbeddedDefault(t *testing.T) {
+	wd := t.TempDir()
+	t.Chdir(wd)
+	cfg, err := Load(LoadOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:9797", cfg.HTTP.ListenAddress)
+	require.Equal(t, filepath.Join(wd, "data"), cfg.DataDir, "relative data_dir of the embedded default resolves against the working directory")
+	require.Equal(t, "info", cfg.Log.Level)
+	require.Equal(t, 4*time.Second, cfg.ShutdownTimeout)
+	require.Empty(t, cfg.File)
+}
+
+func TestLoadLayers(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "seismo.yml", `
+data_dir: state
+http:
+  listen_address: 127.0.0.1:1111
+  max_concurrent_requests: 5
+log:
+  level: warn
+`)
+	tests := []struct {
+		name  string
+		env   []string
+		flags map[string]any
+		check func(t *testing.T, c *Config)
+	}{
+		{
+			name: "file over defaults",
+			check: func(t *testing.T, c *Config) {
+				require.Equal(t, "127.0.0.1:1111", c.HTTP.ListenAddress)
+				require.Equal(t, 5, c.HTTP.MaxConcurrentRequests)
+				require.Equal(t, "warn", c.Log.Level)
+				require.Equal(t, "text", c.Log.Format, "keys absent from the file keep their defaults")
+				require.Equal(t, filepath.Join(dir, "state"), c.DataDir, "relative paths resolve against the file's directory")
+				require.Equal(t, file, c.File)
+			},
+		},
+		{
+			name: "env over file, typed as YAML scalars",
+			env: []string{
+				"SEISMO_HTTP__LISTEN_ADDRESS=127.0.0.1:2222",
+				"SEISMO_HTTP__MAX_CONCURRENT_REQUESTS=7",
+				"SEISMO_SHUTDOWN_TIMEOUT=1m30s",
+				"SEISMO_DATA_DIR=/var/lib/seismo",
+				"PATH=/usr/bin", // not ours: ignored
+			},
+			check: func(t *testing.T, c *Config) {
+				require.Equal(t, "127.0.0.1:2222", c.HTTP.ListenAddress)
+				require.Equal(t, 7, c.HTTP.MaxConcurrentRequests)
+				require.Equal(t, 90*time.Second, c.ShutdownTimeout)
+				require.Equal(t, "/var/lib/seismo", c.DataDir)
+			},
+		},
+		{
+			name:  "flags over env",
+			env:   []string{"SEISMO_HTTP__LISTEN_ADDRESS=127.0.0.1:2222", "SEISMO_LOG__LEVEL=error"},
+			flags: map[string]any{"http.listen_address": "127.0.0.1:3333"},
+			check: func(t *testing.T, c *Config) {
+				require.Equal(t, "127.0.0.1:3333", c.HTTP.ListenAddress)
+				require.Equal(t, "error", c.Log.Level)
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Load(LoadOptions{File: file, Env: tt.env, Flags: tt.flags})
+			require.NoError(t, err)
+			tt.check(t, cfg)
+		})
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		yaml  string
+		env   []string
+		flags map[string]any
+		// want are substrings that must all appear, each on its own line
+		// of the error, in this order.
+		want []string
+	}{
+		{
+			name: "unknown keys with positions and a suggestion",
+			yaml: "http:\n  listn_address: 127.0.0.1:1\nbogus: 1\n",
+			want: []string{
+				`bad.yml:2:3: http.listn_address: unknown key (did you mean "listen_address"?)`,
+				`bad.yml:3:1: bogus: unknown key`,
+			},
+		},
+		{
+			name: "every problem at once, decode and validation",
+			yaml: `data_dir: ""
+shutdown_timeout: 5
+http:
+  external_url: ftp://x
+  max_concurrent_requests: many
+log:
+  level: loud
+  format: xml
+`,
+			want: []string{
+				`bad.yml:1:11: data_dir: must not be empty`,
+				`bad.yml:2:19: shutdown_timeout: want a duration with a unit such as 15s, got 5`,
+				`bad.yml:4:17: http.external_url: want an absolute http(s) URL, got "ftp://x"`,
+				`bad.yml:5:28: http.max_concurrent_requests: expected type 'int'`,
+				`bad.yml:7:10: log.level: want debug, info, warn or error, got "loud"`,
+				`bad.yml:8:11: log.format: want text or json, got "xml"`,
+			},
+		},
+		{
+			name: "bad duration text",
+			yaml: "shutdown_timeout: soon\n",
+			want: []string{`bad.yml:1:19: shutdown_timeout: want a duration such as 15s or 1m30s, got "soon"`},
+		},
+		{
+			name: "listen address without port",
+			yaml: "http:\n  listen_address: localhost\n",
+			want: []string{`bad.yml:2:19: http.listen_address: want host:port, got "localhost"`},
+		},
+		{
+			name: "section given as a scalar",
+			yaml: "http: yes\n",
+			want: []string{`bad.yml:1:7: http: want a mapping, got "yes"`},
+		},
+		{
+			name: "unknown and invalid environment variables",
+			env:  []string{"SEISMO_HTTP__LISTN=x", "SEISMO_LOG__LEVEL=loud"},
+			want: []string{
+				`$SEISMO_HTTP__LISTN: http.listn: unknown key`,
+				`$SEISMO_LOG__LEVEL: log.level: want debug, info, warn or error, got "loud"`,
+			},
+		},
+		{
+			name:  "unknown and invalid flags",
+			flags: map[string]any{"nope": "1", "log.format": "xml"},
+			want: []string{
+				`flag: nope: unknown key`,
+				`flag: log.format: want text or json, got "xml"`,
+			},
+		},
+		{
+			name: "syntax error names file and line",
+			yaml: "http:\n  listen_address: [\n",
+			want: []string{`config bad.yml: yaml: line 2: did not find expected node content`},
+		},
+		{
+			name: "duplicate key",
+			yaml: "log:\n  level: info\n  level: debug\n",
+			want: []string{`bad.yml: yaml: unmarshal errors:`, `mapping key "level" already defined at line 2`},
+		},
+		{
+			name: "top level is a list",
+			yaml: "- a\n- b\n",
+			want: []string{`bad.yml:1:1: want a mapping of keys at the top level, got a list`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeFile(t, t.TempDir(), "bad.yml", tt.yaml)
+			_, err := Load(LoadOptions{File: file, Env: tt.env, Flags: tt.flags})
+			require.Error(t, err)
+			msg := strings.ReplaceAll(err.Error(), filepath.Dir(file)+string(filepath.Separator), "")
+			rest := msg
+			for _, w := range tt.want {
+				i := strings.Index(rest, w)
+				require.GreaterOrEqual(t, i, 0, "want %q in order in:\n%s", w, msg)
+				rest = rest[i+len(w):]
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(LoadOptions{File: filepath.Join(t.TempDir(), "nope.yml")})
+	require.ErrorContains(t, err, "nope.yml")
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestLoadEmptyFileGivesDefaults(t *testing.T) {
+	file := writeFile(t, t.TempDir(), "empty.yml", "# nothing set\n")
+	cfg, err := Load(LoadOptions{File: file})
+	require.NoError(t, err)
+	def := Default()
+	require.Equal(t, def.HTTP, cfg.HTTP)
+	require.Equal(t, def.Log, cfg.Log)
+}
+
+func TestEnvName(t *testing.T) {
+	require.Equal(t, "SEISMO_HTTP__LISTEN_ADDRESS", EnvName("http.listen_address"))
+	require.Equal(t, "SEISMO_DATA_DIR", EnvName("data_dir"))
+}
+
+// fakeSection stands for a subsystem's config section.
+type fakeSection struct {
+	Dir      string `koanf:"dir"`
+	Resolved bool   `koanf:"-"`
+}
+
+func (s *fakeSection) Validate() error {
+	var errs configutil.Errors
+	errs.Addf("dir", "bad %q", s.Dir)
+	errs.Addf("other[1].x", "also bad")
+	return errs.Err()
+}
+
+func (s *fakeSection) Resolve(baseDir string) error {
+	s.Dir = configutil.ResolvePath(baseDir, s.Dir)
+	s.Resolved = true
+	return nil
+}
+
+// plainSection has neither Validate nor Resolve.
+type plainSection struct {
+	N int `koanf:"n"`
+}
+
+func TestSectionsAreValidatedAndResolvedWithTheirPrefix(t *testing.T) {
+	cfg := struct {
+		Name  string       `koanf:"name"`
+		Rules fakeSection  `koanf:"rules"`
+		Plain plainSection `koanf:"plain"`
+		Skip  fakeSection  `koanf:"-"`
+	}{Rules: fakeSection{Dir: "rules.d"}}
+
+	hooks := sections(&cfg)
+	require.Len(t, hooks, 2, "struct fields with a koanf key, not the skipped one")
+	require.Equal(t, "rules", hooks[0].key)
+	require.Equal(t, "plain", hooks[1].key)
+	require.Nil(t, hooks[1].validate)
+	require.Nil(t, hooks[1].resolve)
+
+	require.NoError(t, hooks[0].resolve("/etc/seismo"))
+	require.True(t, cfg.Rules.Resolved)
+	require.Equal(t, "/etc/seismo/rules.d", cfg.Rules.Dir)
+
+	var errs configutil.Errors
+	errs.Merge(hooks[0].key, hooks[0].validate())
+	var paths []string
+	for _, e := range leafErrors(errs.Err()) {
+		var fe *configutil.FieldError
+		require.True(t, errors.As(e, &fe))
+		paths = append(paths, fe.Path)
+	}
+	require.Equal(t, []string{"rules.dir", "rules.other[1].x"}, paths)
+}
+
+func TestKnownKey(t *testing.T) {
+	type inner struct {
+		A int `koanf:"a"`
+	}
+	type Squashed struct {
+		S string `koanf:"s"`
+	}
+	type root struct {
+		Squashed `koanf:",squash"`
+		In       inner             `koanf:"in"`
+		Labels   map[string]string `koanf:"labels"`
+		List     []inner           `koanf:"list"`
+		Ptr      *inner            `koanf:"ptr"`
+	}
+	typ := reflect.TypeFor[root]()
+	tests := []struct {
+		key  string
+		want bool
+	}{
+		{"in.a", true},
+		{"in.b", false},
+		{"s", true},
+		{"labels.team", true},
+		{"list", true},
+		{"list.a", false},
+		{"ptr.a", true},
+		{"nope", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			require.Equal(t, tt.want, knownKey(typ, tt.key))
+		})
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"listen_address", "listn_address", 1},
+		{"level", "lvel", 1},
+		{"kitten", "sitting", 3},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, editDistance(tt.a, tt.b), "%q %q", tt.a, tt.b)
+	}
+}
