@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"slices"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/util/annotations"
+)
+
+// Querier returns a querier over [mint, maxt] (inclusive, milliseconds). It
+// reads a consistent copy of each selected series taken at Select time, so
+// appends may continue while the engine evaluates.
+func (s *Store) Querier(mint, maxt int64) (storage.Querier, error) {
+	return &querier{s: s, mint: mint, maxt: maxt}, nil
+}
+
+type querier struct {
+	s          *Store
+	mint, maxt int64
+}
+
+// selectSeries returns the series matching every matcher, narrowed first by
+// an equality matcher on the metric name when there is one.
+func (q *querier) selectSeries(ms []*labels.Matcher) []*memSeries {
+	var name string
+	hasName := false
+	for _, m := range ms {
+		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+			name, hasName = m.Value, true
+			break
+		}
+	}
+	q.s.mu.RLock()
+	defer q.s.mu.RUnlock()
+	var out []*memSeries
+	match := func(x *memSeries) {
+		for _, m := range ms {
+			if !m.Matches(x.lset.Get(m.Name)) {
+				return
+			}
+		}
+		out = append(out, x)
+	}
+	if hasName {
+		for _, x := range q.s.byName[name] {
+			match(x)
+		}
+		return out
+	}
+	for _, list := range q.s.byHash {
+		for _, x := range list {
+			match(x)
+		}
+	}
+	return out
+}
+
+func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
+	mint, maxt := q.mint, q.maxt
+	if hints != nil {
+		mint, maxt = max(mint, hints.Start), min(maxt, hints.End)
+	}
+	sel := q.selectSeries(ms)
+	if sortSeries {
+		slices.SortFunc(sel, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
+	}
+	out := make([]storage.Series, 0, len(sel))
+	for _, x := range sel {
+		chks := x.snapshot(mint, maxt, nil)
+		if len(chks) == 0 {
+			continue
+		}
+		out = append(out, &series{lset: x.lset, chunks: chks})
+	}
+	return &seriesSet{list: out, i: -1}
+}
+
+func (q *querier) LabelValues(_ context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	seen := map[string]struct{}{}
+	for _, x := range q.selectSeries(ms) {
+		if v := x.lset.Get(name); v != "" {
+			seen[v] = struct{}{}
+		}
+	}
+	vals := make([]string, 0, len(seen))
+	for v := range seen {
+		vals = append(vals, v)
+	}
+	slices.Sort(vals)
+	vals, _ = hints.ApplyLimit(vals)
+	return vals, nil, nil
+}
+
+func (q *querier) LabelNames(_ context.Context, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
+	seen := map[string]struct{}{}
+	for _, x := range q.selectSeries(ms) {
+		x.lset.Range(func(l labels.Label) { seen[l.Name] = struct{}{} })
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	names, _ = hints.ApplyLimit(names)
+	return names, nil, nil
+}
+
+func (*querier) Close() error { return nil }
+
+type seriesSet struct {
+	list []storage.Series
+	i    int
+}
+
+func (s *seriesSet) Next() bool {
+	s.i++
+	return s.i < len(s.list)
+}
+func (s *seriesSet) At() storage.Series              { return s.list[s.i] }
+func (*seriesSet) Err() error                        { return nil }
+func (*seriesSet) Warnings() annotations.Annotations { return nil }
+
+type series struct {
+	lset   labels.Labels
+	chunks []closedChunk
+}
+
+func (s *series) Labels() labels.Labels { return s.lset }
+
+// Iterator returns the XOR chunk iterator for a one-chunk series and
+// Prometheus' chain iterator over the chunks otherwise (they never overlap,
+// so the chain only concatenates).
+func (s *series) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
+	if len(s.chunks) == 1 {
+		var c chunkenc.XORChunk
+		c.Reset(s.chunks[0].data)
+		return c.Iterator(it)
+	}
+	its := make([]chunkenc.Iterable, len(s.chunks))
+	for i := range s.chunks {
+		c := &chunkenc.XORChunk{}
+		c.Reset(s.chunks[i].data)
+		its[i] = c
+	}
+	return storage.ChainSampleIteratorFromIterables(it, its)
+}
