@@ -1,0 +1,267 @@
+package detect
+
+import (
+	"time"
+
+	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/internal/model"
+)
+
+func init() {
+	register(Kind{
+		Name: "decoupling",
+		Doc: "Fires when a symptom (latency, queue, in-flight requests) departs from its " +
+			"baseline while the resource that should explain it (CPU) stays flat: " +
+			"requests are waiting, not computing.",
+		Signals: []SignalSpec{
+			{Name: "symptom", Required: true, Doc: "what users feel: p99 latency, queue length or in-flight requests"},
+			{Name: "resource", Required: true, Doc: "what should rise with the symptom under plain overload: CPU cores or utilisation"},
+			{Name: "traffic", Doc: "request rate; a symptom rise matched by a traffic rise is not decoupling"},
+		},
+		NewConfig: func() Config { c := shapeDecouplingDefaults(); return &c },
+	})
+}
+
+// DecouplingConfig configures the "latency up, CPU flat" detector.
+type DecouplingConfig struct {
+	// Baseline is the time constant of the symptom, resource and traffic
+	// baselines.
+	Baseline time.Duration `yaml:"baseline"`
+	// Warmup is the number of samples before the detector judges.
+	Warmup int `yaml:"warmup"`
+	// Threshold is the symptom z-score (standard deviations above its
+	// baseline) needed to call the symptom up.
+	Threshold float64 `yaml:"threshold"`
+	// MinRatio is the symptom's minimum rise as a multiple of its baseline,
+	// so a very steady series does not fire on a tiny absolute change.
+	MinRatio float64 `yaml:"min_ratio"`
+	// ResourceRatio is the multiple of its baseline at which the resource
+	// counts as having moved with the symptom (plain overload: no fire).
+	// A traffic rise of this multiple that explains the symptom also
+	// suppresses firing.
+	ResourceRatio float64 `yaml:"resource_ratio"`
+	// Capacity is the resource's capacity in its own unit (cores, or 1 for
+	// utilisation); 0 means unknown. A resource at CapacityShare of it is
+	// saturated, which is overload, not decoupling.
+	Capacity      float64 `yaml:"capacity"`
+	CapacityShare float64 `yaml:"capacity_share"`
+	// Confirm is the number of consecutive decoupled samples before firing.
+	Confirm int `yaml:"confirm"`
+	// ResolveAfter is how long the condition must stay clear to resolve.
+	ResolveAfter time.Duration `yaml:"resolve_after"`
+	// RelearnAfter lets the frozen baselines learn again after an anomaly
+	// has lasted this long, so a deliberate new level eventually resolves.
+	RelearnAfter time.Duration `yaml:"relearn_after"`
+	// Names and units used in the explanation.
+	SymptomName  string `yaml:"symptom_name"`
+	SymptomUnit  string `yaml:"symptom_unit"`
+	ResourceName string `yaml:"resource_name"`
+	ResourceUnit string `yaml:"resource_unit"`
+}
+
+func shapeDecouplingDefaults() DecouplingConfig {
+	return DecouplingConfig{
+		Baseline:      30 * time.Minute,
+		Warmup:        30,
+		Threshold:     4,
+		MinRatio:      1.5,
+		ResourceRatio: 1.25,
+		CapacityShare: 0.8,
+		Confirm:       2,
+		ResolveAfter:  time.Minute,
+		RelearnAfter:  2 * time.Hour,
+		SymptomName:   "p99 latency",
+		SymptomUnit:   "s",
+		ResourceName:  "CPU",
+		ResourceUnit:  "cores",
+	}
+}
+
+// Validate reports every problem, named by YAML key.
+func (c *DecouplingConfig) Validate() error {
+	var errs configutil.Errors
+	shapeCheckCommon(&errs, c.Baseline, c.Warmup, c.Threshold, c.Confirm, c.ResolveAfter, c.RelearnAfter)
+	if !(c.MinRatio >= 1) {
+		errs.Addf("min_ratio", "must be at least 1, got %v", c.MinRatio)
+	}
+	if !(c.ResourceRatio > 1) {
+		errs.Addf("resource_ratio", "must be greater than 1, got %v", c.ResourceRatio)
+	}
+	if !(c.Capacity >= 0) {
+		errs.Addf("capacity", "must be 0 (unknown) or positive, got %v", c.Capacity)
+	}
+	if !(c.CapacityShare > 0 && c.CapacityShare <= 1) {
+		errs.Addf("capacity_share", "must be in (0, 1], got %v", c.CapacityShare)
+	}
+	return errs.Err()
+}
+
+// shapeCheckCommon validates the keys every shape detector shares.
+func shapeCheckCommon(errs *configutil.Errors, baseline time.Duration, warmup int, threshold float64, confirm int, resolve, relearn time.Duration) {
+	if baseline < time.Second {
+		errs.Addf("baseline", "must be at least 1s, got %v", baseline)
+	}
+	if warmup < 2 {
+		errs.Addf("warmup", "must be at least 2 samples, got %d", warmup)
+	}
+	if !(threshold > 0) {
+		errs.Addf("threshold", "must be positive, got %v", threshold)
+	}
+	if confirm < 1 {
+		errs.Addf("confirm", "must be at least 1 sample, got %d", confirm)
+	}
+	if resolve < 0 {
+		errs.Addf("resolve_after", "must not be negative, got %v", resolve)
+	}
+	if relearn <= 0 {
+		errs.Addf("relearn_after", "must be positive, got %v", relearn)
+	}
+}
+
+// New builds a Decoupling detector.
+func (c *DecouplingConfig) New() (Composite, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &Decoupling{cfg: *c}, nil
+}
+
+// Decoupling detects saturation without CPU: the symptom rises far above its
+// baseline while the resource stays within ResourceRatio of its own (and
+// below capacity) and traffic does not explain the rise. Baselines are
+// winsorised EWMAs, frozen while the detector is pending or firing.
+type Decoupling struct {
+	cfg DecouplingConfig
+
+	sym, res, tr shapeBaseline
+	shapeLatch
+	carried int
+	last    Result
+}
+
+var _ Composite = (*Decoupling)(nil)
+
+// decoupling noise floors: a relative floor on the standard deviation keeps a
+// perfectly flat series from turning a 1 % wiggle into a page.
+const (
+	shapeFloorRel = 0.02
+	shapeFloorAbs = 1e-9
+)
+
+// Observe judges one evaluation instant.
+func (d *Decoupling) Observe(ts int64, in Inputs) Result {
+	c := &d.cfg
+	sym, okS := shapeScalar(in["symptom"])
+	res, okR := shapeScalar(in["resource"])
+	tr, okT := shapeScalar(in["traffic"])
+	warm := d.sym.n >= int64(c.Warmup) && d.res.n >= int64(c.Warmup)
+	if !okS || !okR {
+		d.last = shapeCarry(&d.last, &d.carried, warm)
+		return d.last
+	}
+	d.carried = 0
+
+	zS := d.sym.z(sym, shapeFloorRel, shapeFloorAbs)
+	rS := d.sym.ratio(sym)
+	rR := d.res.ratio(res)
+	resMoved := rR >= c.ResourceRatio || (c.Capacity > 0 && res >= c.CapacityShare*c.Capacity)
+	rT := 1.0
+	if okT && d.tr.n >= int64(c.Warmup) {
+		rT = d.tr.ratio(tr)
+	}
+	explained := rT >= c.ResourceRatio && rS < rT*c.MinRatio
+	cond := warm && zS >= c.Threshold && rS >= c.MinRatio && !resMoved && !explained
+
+	r := Result{Verdict: Verdict{
+		Expected:  d.sym.mean,
+		Lower:     d.sym.mean - c.Threshold*d.sym.sd(shapeFloorRel, shapeFloorAbs),
+		Upper:     d.sym.mean + c.Threshold*d.sym.sd(shapeFloorRel, shapeFloorAbs),
+		State:     StateNormal,
+		Direction: DirNone,
+	}}
+	if !resMoved && !explained {
+		r.Score = shapeScore(zS, c.Threshold)
+	}
+	if zS > 0 {
+		r.Direction = DirUp
+	} else if zS < 0 {
+		r.Direction = DirDown
+	}
+
+	if !warm {
+		r.State = StateWarmingUp
+	} else if d.step(ts, cond, c.Confirm, c.ResolveAfter) {
+		r.State = StateAnomalous
+		r.Explanation = d.explain(ts, sym, res, tr, okT, rS, rT, r.Score)
+	}
+	if d.learning(ts, c.RelearnAfter) {
+		d.sym.update(ts, sym, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+		d.res.update(ts, res, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+		if okT {
+			d.tr.update(ts, tr, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+		}
+	}
+	d.last = r
+	return r
+}
+
+func (d *Decoupling) explain(ts int64, sym, res, tr float64, okT bool, rS, rT, score float64) *model.Explanation {
+	c := &d.cfg
+	sd := d.sym.sd(shapeFloorRel, shapeFloorAbs)
+	x := &model.Explanation{
+		Detector:  "decoupling",
+		Kind:      "saturation_without_cpu",
+		Score:     score,
+		Direction: "up",
+		Signals: []model.Signal{
+			shapeSignal("symptom", c.SymptomUnit, sym, &d.sym, c.Threshold, shapeFloorRel, shapeFloorAbs),
+			shapeSignal("resource", c.ResourceUnit, res, &d.res, c.Threshold, shapeFloorRel, shapeFloorAbs),
+		},
+		Cause: "requests are waiting on a limit (workers, threads, connection pool), not on " + c.ResourceName,
+	}
+	s := c.SymptomName + " " + shapeVal(sym, c.SymptomUnit) +
+		" (normal " + shapeVal(d.sym.mean, c.SymptomUnit) + " " + shapeSpread(sd, c.SymptomUnit) +
+		", " + shapeNum(rS) + "×) while " + c.ResourceName + " " + shapeVal(res, c.ResourceUnit) +
+		" (normal " + shapeVal(d.res.mean, c.ResourceUnit) + ")"
+	if okT && d.tr.n > 0 {
+		x.Signals = append(x.Signals, shapeSignal("traffic", "req/s", tr, &d.tr, c.Threshold, shapeFloorRel, shapeFloorAbs))
+		s += " and traffic " + shapeNum(rT) + "× normal"
+	}
+	s += " for " + shapeDur(ts-d.since) +
+		": requests are waiting, not computing — check worker, thread and connection-pool limits; " +
+		c.ResourceName + "-based autoscaling will not react"
+	x.Summary = s
+	return x
+}
+
+// MarshalBinary snapshots the detector state.
+func (d *Decoupling) MarshalBinary() ([]byte, error) {
+	e := newShapeEnc("decoupling")
+	d.sym.encode(e)
+	d.res.encode(e)
+	d.tr.encode(e)
+	d.shapeLatch.encode(e)
+	e.i64(int64(d.carried))
+	if err := e.result(&d.last); err != nil {
+		return nil, err
+	}
+	return e.b, nil
+}
+
+// UnmarshalBinary restores a snapshot made by MarshalBinary.
+func (d *Decoupling) UnmarshalBinary(b []byte) error {
+	dec := newShapeDec(b, "decoupling")
+	var n Decoupling
+	n.sym.decode(dec)
+	n.res.decode(dec)
+	n.tr.decode(dec)
+	n.shapeLatch.decode(dec)
+	n.carried = int(dec.i64())
+	dec.result(&n.last)
+	if err := dec.done(); err != nil {
+		return err
+	}
+	n.cfg = d.cfg
+	*d = n
+	return nil
+}

@@ -1,0 +1,283 @@
+package detect
+
+import (
+	"math"
+	"time"
+
+	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/internal/model"
+)
+
+func init() {
+	register(Kind{
+		Name: "error_rate",
+		Doc: "Fires when the error share of requests is surprisingly high for the " +
+			"volume seen (a binomial surprise against the learned share), with floors " +
+			"so a handful of errors at night does not page.",
+		Signals: []SignalSpec{
+			{Name: "errors", Required: true, Doc: "error (5xx) rate or count per evaluation"},
+			{Name: "requests", Required: true, Doc: "request rate or count per evaluation, including errors"},
+		},
+		NewConfig: func() Config { c := shapeErrorRateDefaults(); return &c },
+	})
+}
+
+// ErrorRateConfig configures the volume-aware error-rate detector.
+type ErrorRateConfig struct {
+	// Input says what the signals are: "rate" (per second, as from
+	// rate(x[RateWindow])) or "count" (events per evaluation, as from
+	// increase()).
+	Input string `yaml:"input"`
+	// RateWindow is the range of the rate() in the expressions; rates are
+	// turned into counts over it.
+	RateWindow time.Duration `yaml:"rate_window"`
+	// Baseline is the time constant of the learned error share.
+	Baseline time.Duration `yaml:"baseline"`
+	// Warmup is the number of samples before the detector judges.
+	Warmup int `yaml:"warmup"`
+	// Threshold is the surprise, as a normal deviate, needed to fire:
+	// sqrt(2·n·KL(observed‖expected)/Dispersion).
+	Threshold float64 `yaml:"threshold"`
+	// Dispersion divides the binomial surprise, because real errors come
+	// in bursts (overdispersion); 1 is a pure binomial.
+	Dispersion float64 `yaml:"dispersion"`
+	// MinErrors is the fewest errors in the window that may page.
+	MinErrors float64 `yaml:"min_errors"`
+	// MinShare is the lowest error share that may page.
+	MinShare float64 `yaml:"min_share"`
+	// MinRatio is how many times the learned share the current share must be.
+	MinRatio float64 `yaml:"min_ratio"`
+	// MinBaseline floors the learned share, so a service that never errs
+	// does not find a single error infinitely surprising.
+	MinBaseline float64 `yaml:"min_baseline"`
+	// Confirm is the number of consecutive surprising samples before firing.
+	Confirm int `yaml:"confirm"`
+	// ResolveAfter is how long the share must stay normal to resolve.
+	ResolveAfter time.Duration `yaml:"resolve_after"`
+	// RelearnAfter lets the frozen baseline learn again after an anomaly
+	// has lasted this long.
+	RelearnAfter time.Duration `yaml:"relearn_after"`
+}
+
+func shapeErrorRateDefaults() ErrorRateConfig {
+	return ErrorRateConfig{
+		Input:        "rate",
+		RateWindow:   time.Minute,
+		Baseline:     time.Hour,
+		Warmup:       30,
+		Threshold:    4,
+		Dispersion:   2,
+		MinErrors:    5,
+		MinShare:     0.01,
+		MinRatio:     2,
+		MinBaseline:  0.001,
+		Confirm:      2,
+		ResolveAfter: time.Minute,
+		RelearnAfter: 2 * time.Hour,
+	}
+}
+
+// Validate reports every problem, named by YAML key.
+func (c *ErrorRateConfig) Validate() error {
+	var errs configutil.Errors
+	shapeCheckCommon(&errs, c.Baseline, c.Warmup, c.Threshold, c.Confirm, c.ResolveAfter, c.RelearnAfter)
+	if c.Input != "rate" && c.Input != "count" {
+		errs.Addf("input", `must be "rate" or "count", got %q`, c.Input)
+	}
+	if c.Input == "rate" && c.RateWindow < time.Second {
+		errs.Addf("rate_window", "must be at least 1s when input is rate, got %v", c.RateWindow)
+	}
+	if !(c.Dispersion >= 1) {
+		errs.Addf("dispersion", "must be at least 1, got %v", c.Dispersion)
+	}
+	if !(c.MinErrors >= 0) {
+		errs.Addf("min_errors", "must not be negative, got %v", c.MinErrors)
+	}
+	if !(c.MinShare >= 0 && c.MinShare < 1) {
+		errs.Addf("min_share", "must be in [0, 1), got %v", c.MinShare)
+	}
+	if !(c.MinRatio >= 1) {
+		errs.Addf("min_ratio", "must be at least 1, got %v", c.MinRatio)
+	}
+	if !(c.MinBaseline > 0 && c.MinBaseline < 1) {
+		errs.Addf("min_baseline", "must be in (0, 1), got %v", c.MinBaseline)
+	}
+	return errs.Err()
+}
+
+// New builds an ErrorRate detector.
+func (c *ErrorRateConfig) New() (Composite, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &ErrorRate{cfg: *c}, nil
+}
+
+// ErrorRate detects a rise in the error share that is surprising for the
+// volume seen. The expected share p0 is a volume-weighted EWMA (errors and
+// requests decayed with the same time constant); the surprise of k errors in
+// n requests is the binomial large-deviation bound n·KL(k/n‖p0), reported
+// as the normal deviate sqrt(2·n·KL/Dispersion). Paging also needs
+// MinErrors errors, MinShare share and MinRatio × p0, which keeps
+// one error in three requests at night quiet.
+type ErrorRate struct {
+	cfg ErrorRateConfig
+
+	errSum, reqSum float64 // decayed sums
+	n              int64
+	lastTS         int64
+	shapeLatch
+	carried int
+	last    Result
+}
+
+var _ Composite = (*ErrorRate)(nil)
+
+// shapeBinomZ is the signed surprise of k successes in n trials against
+// probability p, as a normal deviate: +sqrt(2·n·KL(k/n‖p)) when k/n > p.
+func shapeBinomZ(k, n, p float64) float64 {
+	if n <= 0 || p <= 0 || p >= 1 {
+		return 0
+	}
+	q := k / n
+	if q <= p {
+		return 0
+	}
+	kl := q * math.Log(q/p)
+	if q < 1 {
+		kl += (1 - q) * math.Log((1-q)/(1-p))
+	}
+	return math.Sqrt(2 * n * math.Max(0, kl))
+}
+
+func (e *ErrorRate) p0() float64 {
+	if e.reqSum <= 0 {
+		return e.cfg.MinBaseline
+	}
+	return math.Max(e.cfg.MinBaseline, e.errSum/e.reqSum)
+}
+
+// Observe judges one evaluation instant.
+func (e *ErrorRate) Observe(ts int64, in Inputs) Result {
+	c := &e.cfg
+	warm := e.n >= int64(c.Warmup)
+	ev, okE := shapeScalar(in["errors"])
+	rv, okR := shapeScalar(in["requests"])
+	if !okR || rv < 0 {
+		e.last = shapeCarry(&e.last, &e.carried, warm)
+		return e.last
+	}
+	if !okE {
+		// An absent error series is no errors: PromQL returns nothing for a
+		// status code that never occurred.
+		ev = 0
+	}
+	e.carried = 0
+	scale := 1.0
+	if c.Input == "rate" {
+		scale = c.RateWindow.Seconds()
+	}
+	n := rv * scale
+	k := math.Min(math.Max(0, ev*scale), n)
+	p0 := e.p0()
+	share := 0.0
+	if n > 0 {
+		share = k / n
+	}
+	z := shapeBinomZ(k, n, p0) / math.Sqrt(c.Dispersion)
+	cond := warm && z >= c.Threshold && k >= c.MinErrors && share >= c.MinShare && share >= c.MinRatio*p0
+
+	r := Result{Verdict: Verdict{
+		Score: shapeScore(z, c.Threshold), Expected: p0, Lower: 0,
+		Upper: math.Max(c.MinShare, c.MinRatio*p0), State: StateNormal,
+	}}
+	switch {
+	case share > p0:
+		r.Direction = DirUp
+	case share < p0:
+		r.Direction = DirDown
+	}
+	if !warm {
+		r.State = StateWarmingUp
+	} else if e.step(ts, cond, c.Confirm, c.ResolveAfter) {
+		r.State = StateAnomalous
+		r.Explanation = e.explain(ts, k, n, share, p0, z, r)
+	}
+	if e.learning(ts, c.RelearnAfter) {
+		e.learn(ts, k, n, p0)
+	}
+	e.last = r
+	return r
+}
+
+// learn folds the window into the decayed sums. Errors above MinRatio × p0
+// are clipped so a burst moves the baseline only a little.
+func (e *ErrorRate) learn(ts int64, k, n, p0 float64) {
+	c := &e.cfg
+	if e.n >= int64(c.Warmup) {
+		k = math.Min(k, n*p0*c.MinRatio)
+	}
+	decay := 1.0
+	if e.n > 0 {
+		dt := math.Max(0, float64(ts-e.lastTS))
+		decay = math.Exp(-dt / float64(c.Baseline.Milliseconds()))
+	}
+	e.errSum = e.errSum*decay + k
+	e.reqSum = e.reqSum*decay + n
+	e.n++
+	e.lastTS = ts
+}
+
+func (e *ErrorRate) explain(ts int64, k, n, share, p0, z float64, r Result) *model.Explanation {
+	c := &e.cfg
+	win := "evaluation"
+	if c.Input == "rate" {
+		win = shapeDur(c.RateWindow.Milliseconds())
+	}
+	return &model.Explanation{
+		Detector: "error_rate", Kind: "error_rate", Score: r.Score, Direction: "up",
+		Signals: []model.Signal{
+			{Name: "errors", Unit: "ratio", Current: share, Expected: p0, Lower: 0, Upper: r.Upper},
+			{Name: "requests", Unit: "", Current: n, Expected: n, Lower: 0, Upper: n},
+		},
+		Cause: "the service is failing a rising share of requests",
+		Summary: "errors " + shapeVal(share, "ratio") + " of requests (" + shapeNum(k) + " of " + shapeNum(n) +
+			" in the last " + win + "; normal " + shapeVal(p0, "ratio") + ", about " + shapeNum(p0*n) +
+			" expected) for " + shapeDur(ts-e.since) + ": far beyond chance at this volume (surprise " +
+			shapeNum(z) + " σ)",
+	}
+}
+
+// MarshalBinary snapshots the detector state.
+func (e *ErrorRate) MarshalBinary() ([]byte, error) {
+	enc := newShapeEnc("error_rate")
+	enc.f64(e.errSum)
+	enc.f64(e.reqSum)
+	enc.i64(e.n)
+	enc.i64(e.lastTS)
+	e.shapeLatch.encode(enc)
+	enc.i64(int64(e.carried))
+	if err := enc.result(&e.last); err != nil {
+		return nil, err
+	}
+	return enc.b, nil
+}
+
+// UnmarshalBinary restores a snapshot made by MarshalBinary.
+func (e *ErrorRate) UnmarshalBinary(b []byte) error {
+	d := newShapeDec(b, "error_rate")
+	var n ErrorRate
+	n.errSum = d.f64()
+	n.reqSum = d.f64()
+	n.n = d.i64()
+	n.lastTS = d.i64()
+	n.shapeLatch.decode(d)
+	n.carried = int(d.i64())
+	d.result(&n.last)
+	if err := d.done(); err != nil {
+		return err
+	}
+	n.cfg = e.cfg
+	*e = n
+	return nil
+}

@@ -1,0 +1,352 @@
+package detect
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/internal/model"
+)
+
+func init() {
+	register(Kind{
+		Name: "storm",
+		Doc: "Fires when the share of rate-limited requests jumps across most clients at " +
+			"once (the limiter itself misbehaving); a jump concentrated on one or two " +
+			"clients is reported as information, not a page.",
+		Signals: []SignalSpec{
+			{Name: "requests", Required: true, PerKey: true, Doc: "request rate per client, including limited requests"},
+			{Name: "limited", Required: true, PerKey: true, Doc: "rate-limited (HTTP 429) request rate per client"},
+		},
+		NewConfig: func() Config { c := shapeStormDefaults(); return &c },
+	})
+}
+
+// StormConfig configures the rate-limit storm detector.
+type StormConfig struct {
+	// KeyLabel is the label that identifies a client in both signals
+	// ("client", "route", "tenant"). The rules engine breaks the signals
+	// down by it.
+	KeyLabel string `yaml:"key_label"`
+	// Baseline is the time constant of the limited-share baseline.
+	Baseline time.Duration `yaml:"baseline"`
+	// Warmup is the number of samples before the detector judges.
+	Warmup int `yaml:"warmup"`
+	// Threshold is the z-score of the overall limited share over its
+	// baseline needed to call a jump.
+	Threshold float64 `yaml:"threshold"`
+	// MinShare is the minimum absolute rise of the overall limited share
+	// (0.1 = ten percentage points) for a jump.
+	MinShare float64 `yaml:"min_share"`
+	// ClientShare is the share of a client's own requests that must be
+	// limited for the client to count as affected.
+	ClientShare float64 `yaml:"client_share"`
+	// MinClientRequests is the request rate above which a client counts as
+	// active.
+	MinClientRequests float64 `yaml:"min_client_requests"`
+	// Breadth is the fraction of active clients that must be affected for a
+	// jump to page as a storm.
+	Breadth float64 `yaml:"breadth"`
+	// ConcentratedClients is the largest number of affected clients that
+	// counts as legitimate limiting of heavy clients (informational).
+	ConcentratedClients int `yaml:"concentrated_clients"`
+	// Confirm is the number of consecutive samples with a jump before firing.
+	Confirm int `yaml:"confirm"`
+	// ResolveAfter is how long the share must stay normal to resolve; it
+	// bridges the bursts of a cache-reset sawtooth.
+	ResolveAfter time.Duration `yaml:"resolve_after"`
+	// RelearnAfter lets the frozen baseline learn again after an anomaly
+	// has lasted this long.
+	RelearnAfter time.Duration `yaml:"relearn_after"`
+}
+
+func shapeStormDefaults() StormConfig {
+	return StormConfig{
+		KeyLabel:            "client",
+		Baseline:            30 * time.Minute,
+		Warmup:              30,
+		Threshold:           4,
+		MinShare:            0.1,
+		ClientShare:         0.2,
+		Breadth:             0.5,
+		ConcentratedClients: 2,
+		Confirm:             2,
+		ResolveAfter:        5 * time.Minute,
+		RelearnAfter:        2 * time.Hour,
+	}
+}
+
+// Validate reports every problem, named by YAML key.
+func (c *StormConfig) Validate() error {
+	var errs configutil.Errors
+	shapeCheckCommon(&errs, c.Baseline, c.Warmup, c.Threshold, c.Confirm, c.ResolveAfter, c.RelearnAfter)
+	if c.KeyLabel == "" {
+		errs.Addf("key_label", "must name the client label, e.g. client")
+	}
+	if !(c.MinShare > 0 && c.MinShare <= 1) {
+		errs.Addf("min_share", "must be in (0, 1], got %v", c.MinShare)
+	}
+	if !(c.ClientShare > 0 && c.ClientShare <= 1) {
+		errs.Addf("client_share", "must be in (0, 1], got %v", c.ClientShare)
+	}
+	if !(c.MinClientRequests >= 0) {
+		errs.Addf("min_client_requests", "must not be negative, got %v", c.MinClientRequests)
+	}
+	if !(c.Breadth > 0 && c.Breadth <= 1) {
+		errs.Addf("breadth", "must be in (0, 1], got %v", c.Breadth)
+	}
+	if c.ConcentratedClients < 0 {
+		errs.Addf("concentrated_clients", "must not be negative, got %d", c.ConcentratedClients)
+	}
+	return errs.Err()
+}
+
+// New builds a Storm detector.
+func (c *StormConfig) New() (Composite, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &Storm{cfg: *c, scratch: map[string]float64{}}, nil
+}
+
+// Storm detects rate-limit storms. Each sample it computes the overall
+// limited share, the number of active and affected clients and the
+// Herfindahl index of limited requests over clients (O(clients), no
+// per-client state). A jump in the share over its baseline pages when it is
+// broad (Breadth of active clients affected) and is informational when at
+// most ConcentratedClients are affected. Its memory is O(1) between samples
+// apart from a reusable scratch map.
+type Storm struct {
+	cfg StormConfig
+
+	share, reqs shapeBaseline
+	shapeLatch
+	broad    bool  // classification of the last jump sample
+	dips     int64 // times the share recovered briefly during this episode
+	wasCond  bool
+	carried  int
+	last     Result
+	scratch  map[string]float64 // limited by key when the signals are not aligned
+	shapeTop [3]shapeKeyed
+}
+
+type shapeKeyed struct {
+	key string
+	v   float64
+}
+
+var _ Composite = (*Storm)(nil)
+
+// shapeShareFloor is the absolute floor on the share's standard deviation:
+// a limiter that normally rejects nothing must not page on one 429.
+const shapeShareFloor = 0.005
+
+// shapeStormStats are one instant's figures.
+type shapeStormStats struct {
+	req, lim, hhi    float64
+	active, affected int
+}
+
+func (s *Storm) stats(reqs, lim []Sample) shapeStormStats {
+	c := &s.cfg
+	var st shapeStormStats
+	aligned := len(lim) == len(reqs)
+	for i := 0; aligned && i < len(reqs); i++ {
+		aligned = reqs[i].Key == lim[i].Key
+	}
+	if !aligned {
+		clear(s.scratch)
+		for _, x := range lim {
+			if x.Value > 0 && !math.IsInf(x.Value, 0) {
+				s.scratch[x.Key] += x.Value
+			}
+		}
+	}
+	s.shapeTop = [3]shapeKeyed{}
+	var sumSq float64
+	for i, x := range reqs {
+		r := x.Value
+		if !(r > 0) || math.IsInf(r, 0) {
+			continue
+		}
+		var l float64
+		if aligned {
+			l = lim[i].Value
+		} else {
+			l = s.scratch[x.Key]
+		}
+		if !(l > 0) || math.IsInf(l, 0) {
+			l = 0
+		}
+		l = math.Min(l, r)
+		st.req += r
+		st.lim += l
+		sumSq += l * l
+		if r > c.MinClientRequests {
+			st.active++
+			if l/r >= c.ClientShare {
+				st.affected++
+			}
+		}
+		if l > s.shapeTop[2].v {
+			t := &s.shapeTop
+			switch {
+			case l > t[0].v:
+				t[0], t[1], t[2] = shapeKeyed{x.Key, l}, t[0], t[1]
+			case l > t[1].v:
+				t[1], t[2] = shapeKeyed{x.Key, l}, t[1]
+			default:
+				t[2] = shapeKeyed{x.Key, l}
+			}
+		}
+	}
+	if st.lim > 0 {
+		st.hhi = sumSq / (st.lim * st.lim)
+	}
+	return st
+}
+
+// Observe judges one evaluation instant.
+func (s *Storm) Observe(ts int64, in Inputs) Result {
+	c := &s.cfg
+	warm := s.share.n >= int64(c.Warmup)
+	st := s.stats(in["requests"], in["limited"])
+	if st.req <= 0 {
+		// No traffic: nothing to judge. An absent limited signal is no
+		// 429s at all (PromQL returns nothing for a counter never
+		// incremented), so it is not treated as missing.
+		s.last = shapeCarry(&s.last, &s.carried, warm)
+		return s.last
+	}
+	s.carried = 0
+	share := st.lim / st.req
+	sd := s.share.sd(0, shapeShareFloor)
+	z := (share - s.share.mean) / sd
+	cond := warm && z >= c.Threshold && share-s.share.mean >= c.MinShare
+	if cond {
+		concentrated := st.affected <= c.ConcentratedClients && st.active > c.ConcentratedClients
+		s.broad = !concentrated && float64(st.affected) >= c.Breadth*float64(st.active)
+	}
+
+	r := Result{Verdict: Verdict{
+		Score: shapeScore(z, c.Threshold), Expected: s.share.mean,
+		Lower: math.Max(0, s.share.mean-c.Threshold*sd), Upper: s.share.mean + c.Threshold*sd,
+		State: StateNormal,
+	}}
+	switch {
+	case z > 0:
+		r.Direction = DirUp
+	case z < 0:
+		r.Direction = DirDown
+	}
+	wasFiring := s.firing
+	if !warm {
+		r.State = StateWarmingUp
+	} else if s.step(ts, cond, c.Confirm, c.ResolveAfter) {
+		if !wasFiring {
+			s.dips = 0
+		} else if s.wasCond && !cond {
+			s.dips++
+		}
+		r.State = StateAnomalous
+		r.Informational = !s.broad
+		r.Explanation = s.explain(ts, share, &st, r.Score)
+	}
+	s.wasCond = cond
+	if s.learning(ts, c.RelearnAfter) {
+		s.share.update(ts, share, c.Baseline, c.Threshold, 0, shapeShareFloor, c.Warmup)
+		s.reqs.update(ts, st.req, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+	}
+	s.last = r
+	return r
+}
+
+func (s *Storm) explain(ts int64, share float64, st *shapeStormStats, score float64) *model.Explanation {
+	c := &s.cfg
+	sd := s.share.sd(0, shapeShareFloor)
+	b := &model.Breadth{
+		Label: c.KeyLabel, Active: st.active, Affected: st.affected,
+		Concentration: shapeRound3(st.hhi),
+	}
+	if st.active > 0 {
+		b.AffectedShare = shapeRound3(float64(st.affected) / float64(st.active))
+	}
+	for _, t := range s.shapeTop {
+		if t.v > 0 {
+			b.Top = append(b.Top, t.key)
+		}
+	}
+	x := &model.Explanation{
+		Detector: "storm", Score: score, Direction: "up", Breadth: b,
+		Signals: []model.Signal{
+			{Name: "limited_share", Unit: "ratio", Current: share, Expected: s.share.mean,
+				Lower: math.Max(0, s.share.mean-c.Threshold*sd), Upper: s.share.mean + c.Threshold*sd},
+			shapeSignal("requests", "req/s", st.req, &s.reqs, c.Threshold, shapeFloorRel, shapeFloorAbs),
+			{Name: "limited", Unit: "req/s", Current: st.lim, Expected: s.share.mean * s.reqs.mean},
+		},
+	}
+	head := "429 share " + shapeVal(share, "ratio") + " (normal " + shapeVal(s.share.mean, "ratio") +
+		" " + shapeSpread(sd, "ratio") + ")"
+	who := strconv.Itoa(st.affected) + " of " + strconv.Itoa(st.active) + " " + c.KeyLabel + "s limited"
+	if !s.broad {
+		x.Kind = "concentrated_limiting"
+		x.Cause = "legitimate limiting of a heavy " + c.KeyLabel
+		top := ""
+		if len(b.Top) > 0 && st.lim > 0 {
+			top = "; top " + c.KeyLabel + " " + b.Top[0] + " has " + shapeVal(s.shapeTop[0].v/st.lim, "ratio") + " of the 429s"
+		}
+		if st.affected > c.ConcentratedClients {
+			x.Cause = "limiting of a subset of " + c.KeyLabel + "s"
+		}
+		x.Summary = head + ", concentrated: " + who + top + " (concentration " + shapeNum(b.Concentration) +
+			"): " + x.Cause + ", not a misbehaving limiter — no page"
+		return x
+	}
+	x.Kind = "rate_limit_storm"
+	x.Cause = "the rate limiter is rejecting most " + c.KeyLabel + "s regardless of their traffic"
+	x.Summary = head + " across " + who + " (" + shapeVal(b.AffectedShare, "ratio") +
+		", concentration " + shapeNum(b.Concentration) + ") for " + shapeDur(ts-s.since)
+	if s.dips > 0 {
+		x.Summary += ", with " + strconv.FormatInt(s.dips, 10) + " brief recoveries (sawtooth: a limiter cache being reset?)"
+	}
+	x.Summary += ": the limiter itself is misbehaving, not one heavy " + c.KeyLabel +
+		" — check the limiter's keys and config since the last deploy"
+	return x
+}
+
+// MarshalBinary snapshots the detector state.
+func (s *Storm) MarshalBinary() ([]byte, error) {
+	e := newShapeEnc("storm")
+	s.share.encode(e)
+	s.reqs.encode(e)
+	s.shapeLatch.encode(e)
+	e.bool(s.broad)
+	e.i64(s.dips)
+	e.bool(s.wasCond)
+	e.i64(int64(s.carried))
+	if err := e.result(&s.last); err != nil {
+		return nil, err
+	}
+	return e.b, nil
+}
+
+// UnmarshalBinary restores a snapshot made by MarshalBinary.
+func (s *Storm) UnmarshalBinary(b []byte) error {
+	d := newShapeDec(b, "storm")
+	var n Storm
+	n.share.decode(d)
+	n.reqs.decode(d)
+	n.shapeLatch.decode(d)
+	n.broad = d.bool()
+	n.dips = d.i64()
+	n.wasCond = d.bool()
+	n.carried = int(d.i64())
+	d.result(&n.last)
+	if err := d.done(); err != nil {
+		return err
+	}
+	n.cfg, n.scratch = s.cfg, map[string]float64{}
+	*s = n
+	return nil
+}

@@ -1,0 +1,431 @@
+package detect
+
+import (
+	"math"
+	"strings"
+	"time"
+
+	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/internal/model"
+)
+
+func init() {
+	register(Kind{
+		Name: "surge",
+		Doc: "Fires when the request rate steps up by a factor within minutes and " +
+			"saturation follows: latency or queue up, 5xx share up, health checks failing.",
+		Signals: []SignalSpec{
+			{Name: "requests", Required: true, Doc: "request rate"},
+			{Name: "latency", Doc: "a latency quantile in seconds, e.g. p99"},
+			{Name: "queue", Doc: "queue length or in-flight requests"},
+			{Name: "errors", Doc: "5xx rate, in the same unit as requests"},
+			{Name: "health", PerKey: true, Doc: "per instance health in [0, 1] (up, probe_success); " +
+				"or a scalar fraction healthy, or a scalar count of healthy instances"},
+		},
+		NewConfig: func() Config { c := shapeSurgeDefaults(); return &c },
+	})
+}
+
+// SurgeConfig configures the surge-with-saturation detector.
+type SurgeConfig struct {
+	// Factor is the request-rate multiple of the baseline that makes a surge.
+	Factor float64 `yaml:"factor"`
+	// Ramp is the longest rise from near-normal (a quarter of the way to
+	// Factor) to Factor that still counts as a surge; slower rises are
+	// organic growth that the baseline follows.
+	Ramp time.Duration `yaml:"ramp"`
+	// Baseline is the time constant of every baseline.
+	Baseline time.Duration `yaml:"baseline"`
+	// Warmup is the number of samples before the detector judges.
+	Warmup int `yaml:"warmup"`
+	// Threshold is the z-score latency or queue must exceed to count as
+	// saturated (together with LatencyRatio).
+	Threshold float64 `yaml:"threshold"`
+	// LatencyRatio is the multiple of its baseline latency or queue must
+	// reach to count as saturated.
+	LatencyRatio float64 `yaml:"latency_ratio"`
+	// ErrorShare is the 5xx share of requests that counts as saturated
+	// (when also ErrorShare/2 above its baseline).
+	ErrorShare float64 `yaml:"error_share"`
+	// HealthDrop is the fall of the healthy fraction below its baseline that
+	// counts as instances failing (0.1 = ten percentage points).
+	HealthDrop float64 `yaml:"health_drop"`
+	// KeyLabel is the label that identifies an instance in the health signal.
+	KeyLabel string `yaml:"key_label"`
+	// Confirm is the number of consecutive samples of surge with saturation
+	// before firing.
+	Confirm int `yaml:"confirm"`
+	// ResolveAfter is how long saturation must stay clear to resolve.
+	ResolveAfter time.Duration `yaml:"resolve_after"`
+	// RelearnAfter lets the frozen baselines learn again after a surge has
+	// lasted this long.
+	RelearnAfter time.Duration `yaml:"relearn_after"`
+}
+
+func shapeSurgeDefaults() SurgeConfig {
+	return SurgeConfig{
+		Factor:       3,
+		Ramp:         10 * time.Minute,
+		Baseline:     30 * time.Minute,
+		Warmup:       30,
+		Threshold:    4,
+		LatencyRatio: 2,
+		ErrorShare:   0.05,
+		HealthDrop:   0.1,
+		KeyLabel:     "instance",
+		Confirm:      2,
+		ResolveAfter: 2 * time.Minute,
+		RelearnAfter: 2 * time.Hour,
+	}
+}
+
+// Validate reports every problem, named by YAML key.
+func (c *SurgeConfig) Validate() error {
+	var errs configutil.Errors
+	shapeCheckCommon(&errs, c.Baseline, c.Warmup, c.Threshold, c.Confirm, c.ResolveAfter, c.RelearnAfter)
+	if !(c.Factor > 1) {
+		errs.Addf("factor", "must be greater than 1, got %v", c.Factor)
+	}
+	if c.Ramp <= 0 {
+		errs.Addf("ramp", "must be positive, got %v", c.Ramp)
+	}
+	if !(c.LatencyRatio > 1) {
+		errs.Addf("latency_ratio", "must be greater than 1, got %v", c.LatencyRatio)
+	}
+	if !(c.ErrorShare > 0 && c.ErrorShare <= 1) {
+		errs.Addf("error_share", "must be in (0, 1], got %v", c.ErrorShare)
+	}
+	if !(c.HealthDrop > 0 && c.HealthDrop <= 1) {
+		errs.Addf("health_drop", "must be in (0, 1], got %v", c.HealthDrop)
+	}
+	if c.KeyLabel == "" {
+		errs.Addf("key_label", "must name the instance label, e.g. instance")
+	}
+	return errs.Err()
+}
+
+// New builds a Surge detector.
+func (c *SurgeConfig) New() (Composite, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &Surge{cfg: *c}, nil
+}
+
+// shapeNever marks a timestamp that has not happened.
+const shapeNever = math.MinInt64
+
+// Surge detects a traffic surge followed by saturation. A surge starts when
+// the request rate reaches Factor × its baseline having been below a quarter
+// of the way there at most Ramp earlier; it lasts while the rate stays above
+// Factor/2 or saturation persists. During a surge every baseline is frozen,
+// and the first time each saturation sign appears is recorded so the
+// explanation can give the sequence with timings. A surge without saturation
+// is informational.
+type Surge struct {
+	cfg SurgeConfig
+
+	reqs, lat, queue, errShare, healthFrac, healthTotal shapeBaseline
+	shapeLatch
+	healthCount bool // scalar health values above 1 were seen: it is a count
+
+	lowAt    int64 // last ts with requests near normal
+	surging  bool
+	surgeAt  int64 // ts the rate first reached Factor in this surge
+	riseMS   int64 // how long the rise took
+	peak     float64
+	latAt    int64
+	queueAt  int64
+	errAt    int64
+	healthAt int64
+
+	carried int
+	last    Result
+}
+
+var _ Composite = (*Surge)(nil)
+
+// shapeSurgeObs is one instant's inputs and derived figures.
+type shapeSurgeObs struct {
+	req, lat, queue, errShare, healthy, total, frac float64
+	okLat, okQueue, okErr, okHealth                 bool
+	satLat, satQueue, satErr, satHealth             bool
+}
+
+// health reads the health signal: per-instance values in [0, 1], or a
+// scalar fraction, or a scalar count.
+func (s *Surge) health(h []Sample) (healthy, total float64, ok bool) {
+	keyed := len(h) > 1 || (len(h) == 1 && h[0].Key != "")
+	for _, x := range h {
+		if math.IsNaN(x.Value) || math.IsInf(x.Value, 0) {
+			continue
+		}
+		ok = true
+		if keyed {
+			healthy += math.Max(0, math.Min(1, x.Value))
+			total++
+			continue
+		}
+		if x.Value > 1 {
+			s.healthCount = true
+		}
+		healthy = math.Max(0, x.Value)
+	}
+	if ok && !keyed {
+		total = 1
+		if s.healthCount {
+			total = healthy
+		}
+	}
+	return healthy, total, ok
+}
+
+// Observe judges one evaluation instant.
+func (s *Surge) Observe(ts int64, in Inputs) Result {
+	c := &s.cfg
+	warm := s.reqs.n >= int64(c.Warmup)
+	var o shapeSurgeObs
+	var okReq bool
+	o.req, okReq = shapeScalar(in["requests"])
+	if !okReq {
+		s.last = shapeCarry(&s.last, &s.carried, warm)
+		return s.last
+	}
+	s.carried = 0
+	if s.reqs.n == 0 {
+		s.lowAt, s.surgeAt, s.latAt, s.queueAt, s.errAt, s.healthAt = ts, shapeNever, shapeNever, shapeNever, shapeNever, shapeNever
+	}
+	o.lat, o.okLat = shapeScalar(in["latency"])
+	o.queue, o.okQueue = shapeScalar(in["queue"])
+	var errs float64
+	errs, o.okErr = shapeScalar(in["errors"])
+	if o.okErr {
+		o.errShare = 0
+		if o.req > 0 {
+			o.errShare = math.Min(1, math.Max(0, errs/o.req))
+		}
+	}
+	o.healthy, o.total, o.okHealth = s.health(in["health"])
+	if o.okHealth {
+		// Instances that vanished from service discovery count as unhealthy.
+		den := math.Max(o.total, math.Round(s.healthTotal.mean))
+		o.frac = 1
+		if den > 0 {
+			o.frac = o.healthy / den
+		}
+		if s.healthCount {
+			o.frac = o.healthy / math.Max(o.healthy, math.Max(1, s.healthTotal.mean))
+		}
+	}
+
+	ratio := s.reqs.ratio(o.req)
+	low := 1 + (c.Factor-1)/4
+	if !warm || ratio < low {
+		s.lowAt = ts
+	}
+	o.satLat = o.okLat && s.lat.n >= int64(c.Warmup) &&
+		s.lat.z(o.lat, shapeFloorRel, shapeFloorAbs) >= c.Threshold && s.lat.ratio(o.lat) >= c.LatencyRatio
+	o.satQueue = o.okQueue && s.queue.n >= int64(c.Warmup) &&
+		s.queue.z(o.queue, shapeFloorRel, shapeFloorAbs) >= c.Threshold && s.queue.ratio(o.queue) >= c.LatencyRatio
+	o.satErr = o.okErr && s.errShare.n >= int64(c.Warmup) &&
+		o.errShare >= c.ErrorShare && o.errShare >= s.errShare.mean+c.ErrorShare/2
+	o.satHealth = o.okHealth && s.healthFrac.n >= int64(c.Warmup) && o.frac <= s.healthFrac.mean-c.HealthDrop
+	sat := o.satLat || o.satQueue || o.satErr || o.satHealth
+
+	if warm && !s.surging && ratio >= c.Factor && ts-s.lowAt <= c.Ramp.Milliseconds() {
+		s.surging, s.surgeAt, s.riseMS, s.peak = true, ts, ts-s.lowAt, ratio
+		s.latAt, s.queueAt, s.errAt, s.healthAt = shapeNever, shapeNever, shapeNever, shapeNever
+	}
+	if s.surging {
+		s.peak = math.Max(s.peak, ratio)
+		mark := func(at *int64, on bool) {
+			if on && *at == shapeNever {
+				*at = ts
+			}
+		}
+		mark(&s.latAt, o.satLat)
+		mark(&s.queueAt, o.satQueue)
+		mark(&s.errAt, o.satErr)
+		mark(&s.healthAt, o.satHealth)
+	}
+
+	r := Result{Verdict: Verdict{
+		Expected: s.reqs.mean, Lower: 0, Upper: c.Factor * s.reqs.mean, State: StateNormal,
+	}}
+	if ratio > 1 {
+		r.Score = shapeScore((ratio-1)/(c.Factor-1)*c.Threshold, c.Threshold)
+		r.Direction = DirUp
+	} else if ratio < 1 {
+		r.Direction = DirDown
+	}
+	if o.satLat {
+		r.Score = math.Max(r.Score, shapeScore(s.lat.z(o.lat, shapeFloorRel, shapeFloorAbs), c.Threshold))
+	}
+	if !warm {
+		r.State = StateWarmingUp
+	} else if s.step(ts, s.surging && sat, c.Confirm, c.ResolveAfter) {
+		r.State = StateAnomalous
+		r.Explanation = s.explain(ts, &o, ratio, r.Score, false)
+	} else if s.surging {
+		r.State = StateAnomalous
+		r.Informational = true
+		r.Explanation = s.explain(ts, &o, ratio, r.Score, true)
+	}
+
+	// A surge ends when traffic is back under Factor/2 and nothing is
+	// saturated any more.
+	if s.surging && ratio < c.Factor/2 && !sat && !s.firing {
+		s.surging = false
+	}
+	if (!s.surging && s.learning(ts, c.RelearnAfter)) || (s.surging && ts-s.surgeAt >= c.RelearnAfter.Milliseconds()) {
+		s.learn(ts, &o)
+	}
+	s.last = r
+	return r
+}
+
+func (s *Surge) learn(ts int64, o *shapeSurgeObs) {
+	c := &s.cfg
+	s.reqs.update(ts, o.req, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+	if o.okLat {
+		s.lat.update(ts, o.lat, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+	}
+	if o.okQueue {
+		s.queue.update(ts, o.queue, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+	}
+	if o.okErr {
+		s.errShare.update(ts, o.errShare, c.Baseline, c.Threshold, 0, shapeShareFloor, c.Warmup)
+	}
+	if o.okHealth {
+		s.healthFrac.update(ts, o.frac, c.Baseline, 0, 0, 0, c.Warmup)
+		s.healthTotal.update(ts, math.Max(o.total, o.healthy), c.Baseline, 0, 0, 0, c.Warmup)
+	}
+}
+
+func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info bool) *model.Explanation {
+	c := &s.cfg
+	x := &model.Explanation{
+		Detector: "surge", Kind: "surge_saturation", Score: score, Direction: "up",
+		Signals: []model.Signal{{
+			Name: "requests", Unit: "req/s", Current: o.req, Expected: s.reqs.mean,
+			Lower: 0, Upper: c.Factor * s.reqs.mean,
+		}},
+	}
+	var b strings.Builder
+	b.WriteString("traffic " + shapeNum(ratio) + "× baseline (" + shapeVal(o.req, "req/s") + ", normal " +
+		shapeVal(s.reqs.mean, "req/s") + "), reached within " + shapeDur(s.riseMS))
+	if s.peak > ratio*1.05 {
+		b.WriteString(" and peaking at " + shapeNum(s.peak) + "×")
+	}
+	var signs []string
+	at := func(t int64) string {
+		if t == shapeNever {
+			return ""
+		}
+		return " (from +" + shapeDur(t-s.surgeAt) + ")"
+	}
+	if o.okLat {
+		x.Signals = append(x.Signals, shapeSignal("latency", "s", o.lat, &s.lat, c.Threshold, shapeFloorRel, shapeFloorAbs))
+		if s.latAt != shapeNever {
+			signs = append(signs, "latency "+shapeVal(o.lat, "s")+" vs normal "+shapeVal(s.lat.mean, "s")+at(s.latAt))
+		}
+	}
+	if o.okQueue {
+		x.Signals = append(x.Signals, shapeSignal("queue", "", o.queue, &s.queue, c.Threshold, shapeFloorRel, shapeFloorAbs))
+		if s.queueAt != shapeNever {
+			signs = append(signs, "queue "+shapeNum(o.queue)+" vs normal "+shapeNum(s.queue.mean)+at(s.queueAt))
+		}
+	}
+	if o.okErr {
+		x.Signals = append(x.Signals, model.Signal{Name: "errors", Unit: "ratio", Current: o.errShare,
+			Expected: s.errShare.mean, Lower: 0, Upper: math.Max(c.ErrorShare, s.errShare.mean+c.ErrorShare/2)})
+		if s.errAt != shapeNever {
+			signs = append(signs, "5xx "+shapeVal(o.errShare, "ratio")+at(s.errAt))
+		}
+	}
+	if o.okHealth {
+		x.Signals = append(x.Signals, model.Signal{Name: "health", Unit: "ratio", Current: o.frac,
+			Expected: s.healthFrac.mean, Lower: s.healthFrac.mean - c.HealthDrop, Upper: 1})
+		if s.healthAt != shapeNever {
+			if s.healthCount || o.total > 1 {
+				total := math.Max(o.total, math.Round(s.healthTotal.mean))
+				if s.healthCount {
+					total = math.Max(o.healthy, math.Round(s.healthTotal.mean))
+				}
+				failing := math.Max(0, math.Round(total-o.healthy))
+				signs = append(signs, "health checks failing on "+shapeNum(failing)+"/"+shapeNum(total)+" "+
+					c.KeyLabel+"s"+at(s.healthAt))
+			} else {
+				signs = append(signs, "health checks passing "+shapeVal(o.frac, "ratio")+" (normal "+
+					shapeVal(s.healthFrac.mean, "ratio")+")"+at(s.healthAt))
+			}
+		}
+	}
+	if info {
+		x.Cause = "a traffic surge the service is absorbing so far"
+		b.WriteString("; no saturation yet — watch latency, 5xx and health checks")
+		x.Summary = b.String()
+		return x
+	}
+	x.Cause = "a traffic surge beyond capacity; saturated instances fail health checks and leave the load balancer"
+	if len(signs) == 0 {
+		b.WriteString("; saturation signs have cleared, holding before resolving")
+	} else {
+		b.WriteString("; then ")
+		b.WriteString(strings.Join(signs, ", "))
+	}
+	b.WriteString(" — saturated instances leaving the load balancer will cascade: add capacity or shed load, " +
+		"and serve health checks outside the saturated workers")
+	x.Summary = b.String()
+	return x
+}
+
+// MarshalBinary snapshots the detector state.
+func (s *Surge) MarshalBinary() ([]byte, error) {
+	e := newShapeEnc("surge")
+	for _, b := range []*shapeBaseline{&s.reqs, &s.lat, &s.queue, &s.errShare, &s.healthFrac, &s.healthTotal} {
+		b.encode(e)
+	}
+	s.shapeLatch.encode(e)
+	e.bool(s.healthCount)
+	e.i64(s.lowAt)
+	e.bool(s.surging)
+	e.i64(s.surgeAt)
+	e.i64(s.riseMS)
+	e.f64(s.peak)
+	for _, t := range []int64{s.latAt, s.queueAt, s.errAt, s.healthAt} {
+		e.i64(t)
+	}
+	e.i64(int64(s.carried))
+	if err := e.result(&s.last); err != nil {
+		return nil, err
+	}
+	return e.b, nil
+}
+
+// UnmarshalBinary restores a snapshot made by MarshalBinary.
+func (s *Surge) UnmarshalBinary(b []byte) error {
+	d := newShapeDec(b, "surge")
+	var n Surge
+	for _, b := range []*shapeBaseline{&n.reqs, &n.lat, &n.queue, &n.errShare, &n.healthFrac, &n.healthTotal} {
+		b.decode(d)
+	}
+	n.shapeLatch.decode(d)
+	n.healthCount = d.bool()
+	n.lowAt = d.i64()
+	n.surging = d.bool()
+	n.surgeAt = d.i64()
+	n.riseMS = d.i64()
+	n.peak = d.f64()
+	for _, t := range []*int64{&n.latAt, &n.queueAt, &n.errAt, &n.healthAt} {
+		*t = d.i64()
+	}
+	n.carried = int(d.i64())
+	d.result(&n.last)
+	if err := d.done(); err != nil {
+		return err
+	}
+	n.cfg = s.cfg
+	*s = n
+	return nil
+}
