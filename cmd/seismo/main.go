@@ -118,6 +118,11 @@ func runCLI(ctx context.Context, args []string, stdout, stderr io.Writer, enviro
 			code = int(t)
 		}
 	}()
+	if len(args) == 0 {
+		app.Usage(nil)
+		fmt.Fprintln(stderr, "seismo: command not specified (try --help)")
+		return exitUsage
+	}
 	_, err := app.Parse(args)
 	if err != nil && !cli.started {
 		fmt.Fprintf(stderr, "seismo: %v (try --help)\n", err)

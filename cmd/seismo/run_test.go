@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDrain(t *testing.T) {
+	tests := []struct {
+		name     string
+		events   func(done chan<- error, sigs chan<- os.Signal)
+		wantCode int // -1: no error
+		wantErr  string
+	}{
+		{
+			name:     "clean stop",
+			events:   func(done chan<- error, _ chan<- os.Signal) { done <- nil },
+			wantCode: -1,
+		},
+		{
+			name:     "subsystem error is returned",
+			events:   func(done chan<- error, _ chan<- os.Signal) { done <- errors.New("outbox: flush failed") },
+			wantCode: 1,
+			wantErr:  "outbox: flush failed",
+		},
+		{
+			name: "second signal exits at once; SIGHUP does not",
+			events: func(_ chan<- error, sigs chan<- os.Signal) {
+				sigs <- syscall.SIGHUP
+				sigs <- syscall.SIGINT
+			},
+			wantCode: 1,
+			wantErr:  "second signal (interrupt) during shutdown",
+		},
+		{
+			name:     "timeout",
+			events:   func(chan<- error, chan<- os.Signal) {},
+			wantCode: 1,
+			wantErr:  "shutdown did not finish within shutdown_timeout",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				done := make(chan error, 1)
+				sigs := make(chan os.Signal, 4)
+				tt.events(done, sigs)
+				start := time.Now()
+				err := drain(slog.New(slog.DiscardHandler), done, sigs, 4*time.Second)
+				if tt.wantCode < 0 {
+					require.NoError(t, err)
+					return
+				}
+				require.ErrorContains(t, err, tt.wantErr)
+				require.Equal(t, tt.wantCode, exitStatus(err, &discard{}))
+				if tt.name == "timeout" {
+					require.Equal(t, 4*time.Second, time.Since(start), "waits exactly shutdown_timeout (fake clock)")
+				}
+			})
+		})
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
