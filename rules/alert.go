@@ -1,0 +1,156 @@
+package rules
+
+import (
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/seismo-agent/seismo/detect"
+	"github.com/seismo-agent/seismo/internal/model"
+)
+
+// Lifecycle holds the timing knobs of the alert state machine.
+type Lifecycle struct {
+	// ResendDelay is how often a firing alert is sent again so that
+	// downstream can push its endsAt forward.
+	ResendDelay time.Duration
+	// ResolvedRetention is how long a resolved alert is kept and re-sent.
+	ResolvedRetention time.Duration
+	// FlapWindow and FlapThreshold: FlapThreshold or more firing/resolved
+	// changes within FlapWindow make the alert flapping.
+	FlapWindow    time.Duration
+	FlapThreshold int
+}
+
+// alertState is one alert instance's lifecycle.
+type alertState struct {
+	Labels      labels.Labels    `json:"labels"`
+	Annotations labels.Labels    `json:"annotations"`
+	State       model.AlertState `json:"state"`
+	ActiveAt    time.Time        `json:"activeAt"`
+	FiredAt     time.Time        `json:"firedAt"`
+	ResolvedAt  time.Time        `json:"resolvedAt"`
+	LastSentAt  time.Time        `json:"lastSentAt"`
+	// KeepFiringSince is when the condition went false while firing.
+	KeepFiringSince time.Time `json:"keepFiringSince"`
+	Value           float64   `json:"value"`
+	PeakValue       float64   `json:"peakValue"`
+	// Transitions are the times of firing/resolved changes in the flap window.
+	Transitions []time.Time `json:"transitions,omitempty"`
+	Flapping    bool        `json:"flapping,omitempty"`
+	// FlapSent is set once the single flapping notice went out.
+	FlapSent bool `json:"flapSent,omitempty"`
+
+	Verdict     detect.Verdict     `json:"verdict"`
+	Explanation *model.Explanation `json:"explanation,omitempty"`
+	// Series is the hash of the source series (univariate rules), for
+	// Recent values; 0 otherwise.
+	Series uint64 `json:"series,omitempty"`
+}
+
+// condition is one evaluation's input to the state machine.
+type condition struct {
+	active  bool
+	warming bool
+	// known is false when the series is gone (no current value).
+	known bool
+	value float64
+}
+
+// step advances the state machine at ts. It returns true when the alert is
+// finished and can be dropped.
+func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (drop bool) {
+	if c.known {
+		a.Value = c.value
+	}
+	switch {
+	case c.active:
+		a.KeepFiringSince = time.Time{}
+		switch a.State {
+		case model.StateInactive, model.StateWarmingUp, model.StateResolved:
+			a.State = model.StatePending
+			a.ActiveAt = ts
+			a.PeakValue = c.value
+			a.ResolvedAt = time.Time{}
+		}
+		if c.value > a.PeakValue {
+			a.PeakValue = c.value
+		}
+		if a.State == model.StatePending && ts.Sub(a.ActiveAt) >= r.For {
+			a.State = model.StateFiring
+			a.FiredAt = ts
+			a.transition(ts, lc)
+		}
+	case a.State == model.StateFiring:
+		if r.KeepFiringFor > 0 {
+			if a.KeepFiringSince.IsZero() {
+				a.KeepFiringSince = ts
+			}
+			if ts.Sub(a.KeepFiringSince) < r.KeepFiringFor {
+				break
+			}
+		}
+		a.State = model.StateResolved
+		a.ResolvedAt = ts
+		a.KeepFiringSince = time.Time{}
+		a.transition(ts, lc)
+	case a.State == model.StatePending, a.State == model.StateInactive, a.State == model.StateWarmingUp:
+		if c.warming && c.known {
+			a.State = model.StateWarmingUp
+			return false
+		}
+		return true
+	case a.State == model.StateResolved:
+		a.expireTransitions(ts, lc)
+		if ts.Sub(a.ResolvedAt) > lc.ResolvedRetention && !a.Flapping {
+			return true
+		}
+	}
+	a.updateFlapping(ts, lc)
+	return false
+}
+
+func (a *alertState) transition(ts time.Time, lc Lifecycle) {
+	a.Transitions = append(a.Transitions, ts)
+	a.expireTransitions(ts, lc)
+}
+
+func (a *alertState) expireTransitions(ts time.Time, lc Lifecycle) {
+	i := 0
+	for i < len(a.Transitions) && ts.Sub(a.Transitions[i]) > lc.FlapWindow {
+		i++
+	}
+	a.Transitions = a.Transitions[i:]
+}
+
+func (a *alertState) updateFlapping(ts time.Time, lc Lifecycle) {
+	if lc.FlapThreshold <= 0 {
+		return
+	}
+	a.expireTransitions(ts, lc)
+	n := len(a.Transitions)
+	switch {
+	case !a.Flapping && n >= lc.FlapThreshold:
+		a.Flapping = true
+		a.FlapSent = false
+	case a.Flapping && n == 0:
+		// Quiet for a whole window: tell the current state once.
+		a.Flapping = false
+		a.FlapSent = false
+		a.LastSentAt = time.Time{}
+	}
+}
+
+// needsSending reports whether the alert goes to the notifier at ts.
+func (a *alertState) needsSending(ts time.Time, lc Lifecycle) bool {
+	if a.Flapping {
+		return !a.FlapSent || !a.LastSentAt.Add(lc.ResendDelay).After(ts)
+	}
+	switch a.State {
+	case model.StateFiring:
+		return !a.LastSentAt.Add(lc.ResendDelay).After(ts)
+	case model.StateResolved:
+		return a.ResolvedAt.After(a.LastSentAt) || !a.LastSentAt.Add(lc.ResendDelay).After(ts)
+	}
+	return false
+}

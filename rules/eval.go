@@ -1,0 +1,567 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/template"
+
+	"github.com/seismo-agent/seismo/datasource"
+	"github.com/seismo-agent/seismo/detect"
+	"github.com/seismo-agent/seismo/internal/model"
+)
+
+// recentLen is how many recent values an alert carries for sparklines.
+const recentLen = 30
+
+// Transition is one alert state change, as replay and tests report it.
+type Transition struct {
+	Time   time.Time
+	Group  string
+	Rule   string
+	Labels labels.Labels
+	From   model.AlertState
+	To     model.AlertState
+	Value  float64
+	// Score, Expected, Lower and Upper are the detector's view (zero for
+	// plain alerting rules).
+	Score, Expected, Lower, Upper float64
+	Explanation                   *model.Explanation
+}
+
+// seriesState is one univariate detector instance and its recent history.
+type seriesState struct {
+	labels   labels.Labels
+	det      detect.Detector
+	lastSeen time.Time
+	last     detect.Verdict
+	// run counts consecutive anomalous verdicts (spike vs level shift).
+	run    int
+	recent []float64
+}
+
+func (s *seriesState) push(v float64) {
+	if len(s.recent) == recentLen {
+		copy(s.recent, s.recent[1:])
+		s.recent = s.recent[:recentLen-1]
+	}
+	s.recent = append(s.recent, v)
+}
+
+// ruleState is a rule's runtime: its detectors, alerts and health.
+type ruleState struct {
+	rule  *Rule
+	group *groupState
+
+	mu        sync.Mutex
+	series    map[uint64]*seriesState
+	composite *seriesState
+	comp      detect.Composite
+	alerts    map[uint64]*alertState
+	lastEval  time.Time
+	evalDur   time.Duration
+	lastErr   error
+	// lastVector holds the last recording rule result (for the API).
+	samples int
+}
+
+func newRuleState(r *Rule, g *groupState) *ruleState {
+	return &ruleState{rule: r, group: g, series: map[uint64]*seriesState{}, alerts: map[uint64]*alertState{}}
+}
+
+// groupState is a group's runtime.
+type groupState struct {
+	spec  *Group
+	rules []*ruleState
+	env   *evalEnv
+
+	mu       sync.Mutex
+	lastEval time.Time
+	evalDur  time.Duration
+}
+
+// evalEnv is what evaluation needs from its owner.
+type evalEnv struct {
+	source       datasource.Source
+	lifecycle    Lifecycle
+	grace        time.Duration
+	externalURL  *url.URL
+	record       func(ctx context.Context, ts time.Time, v promql.Vector) error
+	onTransition func(Transition)
+	metrics      *groupMetrics
+}
+
+func newGroupState(g *Group, env *evalEnv) *groupState {
+	gs := &groupState{spec: g, env: env}
+	for _, r := range g.Rules {
+		gs.rules = append(gs.rules, newRuleState(r, gs))
+	}
+	return gs
+}
+
+// eval evaluates every enabled rule at ts and returns the alerts due for
+// sending. It never returns early for a failing rule: each rule records its
+// own error.
+func (g *groupState) eval(ctx context.Context, ts time.Time) ([]*model.Alert, error) {
+	start := time.Now() // measurement only; never used as evaluation time
+	var (
+		out  []*model.Alert
+		errs []error
+	)
+	for _, rs := range g.rules {
+		if !rs.rule.Enabled {
+			continue
+		}
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		rstart := time.Now()
+		alerts, err := rs.eval(ctx, ts)
+		rs.mu.Lock()
+		rs.lastEval, rs.evalDur, rs.lastErr = ts, time.Since(rstart), err
+		rs.mu.Unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("rule %q: %w", rs.rule.Name, err))
+			if g.env.metrics != nil {
+				g.env.metrics.failures.Inc()
+			}
+		}
+		out = append(out, alerts...)
+	}
+	d := time.Since(start)
+	g.mu.Lock()
+	g.lastEval, g.evalDur = ts, d
+	g.mu.Unlock()
+	if g.env.metrics != nil {
+		g.env.metrics.evals.Inc()
+		g.env.metrics.duration.Update(d.Seconds())
+	}
+	return out, errors.Join(errs...)
+}
+
+func (rs *ruleState) queryTime(ts time.Time) time.Time { return ts.Add(-rs.group.spec.QueryOffset) }
+
+func (rs *ruleState) eval(ctx context.Context, ts time.Time) ([]*model.Alert, error) {
+	r := rs.rule
+	env := rs.group.env
+	switch {
+	case r.Type == TypeRecording:
+		vec, err := env.source.Instant(ctx, r.Expr, rs.queryTime(ts))
+		if err != nil {
+			return nil, err
+		}
+		for i := range vec {
+			b := labels.NewBuilder(vec[i].Metric)
+			b.Set(labels.MetricName, r.Name)
+			r.Labels.Range(func(l labels.Label) { b.Set(l.Name, l.Value) })
+			vec[i].Metric = b.Labels()
+			vec[i].T = ts.UnixMilli()
+		}
+		rs.mu.Lock()
+		rs.samples = len(vec)
+		rs.mu.Unlock()
+		if env.record != nil {
+			return nil, env.record(ctx, ts, vec)
+		}
+		return nil, nil
+	case r.Type == TypeAnomaly && r.Detector.Composite():
+		return rs.evalComposite(ctx, ts)
+	default:
+		return rs.evalSeries(ctx, ts)
+	}
+}
+
+type obs struct {
+	lset    labels.Labels
+	series  uint64
+	cond    condition
+	verdict detect.Verdict
+	expl    *model.Explanation
+}
+
+// evalSeries evaluates an alerting rule or a univariate anomaly rule: each
+// returned series is one alert candidate.
+func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Alert, error) {
+	r := rs.rule
+	vec, err := rs.group.env.source.Instant(ctx, r.Expr, rs.queryTime(ts))
+	if err != nil {
+		return nil, err
+	}
+	if lim := rs.group.spec.Limit; lim > 0 && len(vec) > lim {
+		return nil, fmt.Errorf("query returned %d series, over the group limit %d", len(vec), lim)
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	obsv := make([]obs, 0, len(vec))
+	for _, s := range vec {
+		if s.H != nil {
+			continue
+		}
+		o := obs{lset: s.Metric, cond: condition{known: true, value: s.F}}
+		if r.Type == TypeAnomaly {
+			key := s.Metric.Hash()
+			ss := rs.series[key]
+			if ss == nil {
+				d, err := r.Detector.Config.(detect.UnivariateConfig).New()
+				if err != nil {
+					return nil, fmt.Errorf("new detector: %w", err)
+				}
+				ss = &seriesState{labels: s.Metric, det: d}
+				rs.series[key] = ss
+			}
+			v := ss.det.Observe(ts.UnixMilli(), s.F)
+			ss.lastSeen, ss.last = ts, v
+			ss.push(s.F)
+			if v.State == detect.StateAnomalous {
+				ss.run++
+			} else {
+				ss.run = 0
+			}
+			o.series = key
+			o.verdict = v
+			o.cond.active = v.State == detect.StateAnomalous
+			o.cond.warming = v.State == detect.StateWarmingUp
+			if o.cond.active {
+				o.expl = univariateExplanation(r, v, s.F, ss.run)
+			}
+		} else {
+			o.cond.active = true
+		}
+		obsv = append(obsv, o)
+	}
+	// Release detectors of series gone for longer than the grace period.
+	for k, ss := range rs.series {
+		if ts.Sub(ss.lastSeen) > rs.group.env.grace {
+			delete(rs.series, k)
+		}
+	}
+	return rs.apply(ctx, ts, obsv), nil
+}
+
+// evalComposite queries every signal and feeds the rule's one composite
+// detector.
+func (rs *ruleState) evalComposite(ctx context.Context, ts time.Time) ([]*model.Alert, error) {
+	r := rs.rule
+	in := detect.Inputs{}
+	first := math.NaN()
+	for i, sig := range r.Detector.Signals {
+		vec, err := rs.group.env.source.Instant(ctx, sig.Expr, rs.queryTime(ts))
+		if err != nil {
+			return nil, fmt.Errorf("signal %s: %w", sig.Name, err)
+		}
+		in[sig.Name] = toSamples(vec, sig.PerKey, r.Detector.KeyLabel)
+		if i == 0 && len(in[sig.Name]) > 0 {
+			first = 0
+			for _, s := range in[sig.Name] {
+				first += s.Value
+			}
+		}
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.comp == nil {
+		c, err := r.Detector.Config.(detect.CompositeConfig).New()
+		if err != nil {
+			return nil, fmt.Errorf("new detector: %w", err)
+		}
+		rs.comp = c
+		rs.composite = &seriesState{}
+	}
+	res := rs.comp.Observe(ts.UnixMilli(), in)
+	rs.composite.lastSeen, rs.composite.last = ts, res.Verdict
+	if !math.IsNaN(first) {
+		rs.composite.push(first)
+	}
+	o := obs{
+		lset:    labels.EmptyLabels(),
+		verdict: res.Verdict,
+		expl:    res.Explanation,
+		cond: condition{
+			known:   true,
+			value:   res.Score,
+			active:  res.State == detect.StateAnomalous,
+			warming: res.State == detect.StateWarmingUp,
+		},
+	}
+	if res.Informational && o.cond.active {
+		b := labels.NewBuilder(o.lset)
+		b.Set("severity", "info")
+		o.lset = b.Labels()
+	}
+	return rs.apply(ctx, ts, []obs{o}), nil
+}
+
+// toSamples turns a query result into detector samples: per key (the
+// series' remaining labels) or summed into one scalar.
+func toSamples(vec promql.Vector, perKey bool, keyLabel string) []detect.Sample {
+	if !perKey {
+		if len(vec) == 0 {
+			return nil
+		}
+		sum := 0.0
+		for _, s := range vec {
+			sum += s.F
+		}
+		return []detect.Sample{{Value: sum}}
+	}
+	out := make([]detect.Sample, 0, len(vec))
+	for _, s := range vec {
+		k := ""
+		if keyLabel != "" {
+			k = s.Metric.Get(keyLabel)
+		}
+		if k == "" {
+			k = seriesKey(s.Metric)
+		}
+		out = append(out, detect.Sample{Key: k, Value: s.F})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// seriesKey names a series by its label values: the one value when one
+// label is left (`sum by (client)`), else the label set.
+func seriesKey(l labels.Labels) string {
+	l = l.DropMetricName()
+	if l.Len() == 1 {
+		var v string
+		l.Range(func(x labels.Label) { v = x.Value })
+		return v
+	}
+	return l.String()
+}
+
+// apply runs the state machine for this evaluation's observations and for
+// known alerts whose series vanished, and returns the alerts to send.
+// rs.mu is held.
+func (rs *ruleState) apply(ctx context.Context, ts time.Time, obsv []obs) []*model.Alert {
+	env := rs.group.env
+	seen := make(map[uint64]bool, len(obsv))
+	for _, o := range obsv {
+		if !o.cond.active && !o.cond.warming {
+			// Normal series: only relevant for alerts that already exist.
+			lset, _ := rs.alertLabels(ctx, ts, o)
+			fp := lset.Hash()
+			if a := rs.alerts[fp]; a != nil {
+				seen[fp] = true
+				rs.stepAlert(ts, fp, a, o)
+			}
+			continue
+		}
+		lset, ann := rs.alertLabels(ctx, ts, o)
+		fp := lset.Hash()
+		if seen[fp] {
+			continue // two series map to one label set; the first wins
+		}
+		seen[fp] = true
+		a := rs.alerts[fp]
+		if a == nil {
+			a = &alertState{Labels: lset}
+			rs.alerts[fp] = a
+		}
+		a.Annotations = ann
+		a.Series = o.series
+		if o.cond.active {
+			a.Verdict, a.Explanation = o.verdict, o.expl
+		}
+		rs.stepAlert(ts, fp, a, o)
+	}
+	for fp, a := range rs.alerts {
+		if seen[fp] {
+			continue
+		}
+		rs.stepAlert(ts, fp, a, obs{})
+	}
+	var out []*model.Alert
+	for _, a := range rs.alerts {
+		if a.needsSending(ts, env.lifecycle) {
+			a.LastSentAt = ts
+			if a.Flapping {
+				a.FlapSent = true
+			}
+			out = append(out, rs.toModel(a, ts))
+		}
+	}
+	return out
+}
+
+func (rs *ruleState) stepAlert(ts time.Time, fp uint64, a *alertState, o obs) {
+	from := a.State
+	if !o.cond.known && from == model.StateFiring && rs.rule.Type == TypeAlerting {
+		// The series left the result: the condition no longer holds.
+		// Record the value the expression's left-hand side has now.
+		if v, ok := rs.resolveValue(ts, a.Labels); ok {
+			o.cond.known, o.cond.value = true, v
+		}
+	}
+	drop := a.step(ts, o.cond, rs.rule, rs.group.env.lifecycle)
+	if a.State != from && rs.group.env.onTransition != nil {
+		rs.group.env.onTransition(Transition{
+			Time: ts, Group: rs.group.spec.Name, Rule: rs.rule.Name, Labels: a.Labels,
+			From: from, To: a.State, Value: a.Value,
+			Score: a.Verdict.Score, Expected: a.Verdict.Expected, Lower: a.Verdict.Lower, Upper: a.Verdict.Upper,
+			Explanation: a.Explanation,
+		})
+	}
+	if drop {
+		delete(rs.alerts, fp)
+	}
+}
+
+// resolveValue evaluates the non-literal side of a comparison such as
+// `x > 0.05` for the resolved alert's series, so a resolve message carries
+// the value at resolve time rather than the last firing value.
+func (rs *ruleState) resolveValue(ts time.Time, alertLabels labels.Labels) (float64, bool) {
+	be, ok := rs.rule.expr.(*parser.BinaryExpr)
+	if !ok || !be.Op.IsComparisonOperator() || be.ReturnBool {
+		return 0, false
+	}
+	side := be.LHS
+	if _, lit := be.LHS.(*parser.NumberLiteral); lit {
+		side = be.RHS
+	} else if _, lit := be.RHS.(*parser.NumberLiteral); !lit {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	vec, err := rs.group.env.source.Instant(ctx, side.String(), rs.queryTime(ts))
+	if err != nil {
+		return 0, false
+	}
+	for _, s := range vec {
+		if s.H == nil && labelsMatch(s.Metric, alertLabels) {
+			return s.F, true
+		}
+	}
+	return 0, false
+}
+
+// labelsMatch reports whether every label of series (but its name) has the
+// same value in alert.
+func labelsMatch(series, alert labels.Labels) bool {
+	ok := true
+	series.Range(func(l labels.Label) {
+		if l.Name != labels.MetricName && alert.Get(l.Name) != l.Value {
+			ok = false
+		}
+	})
+	return ok
+}
+
+// alertLabels builds an alert's final label set and annotations.
+func (rs *ruleState) alertLabels(ctx context.Context, ts time.Time, o obs) (labels.Labels, labels.Labels) {
+	r := rs.rule
+	env := rs.group.env
+	data := templateData{
+		Labels: o.lset.DropMetricName().Map(), Value: o.cond.value,
+		Score: o.verdict.Score, Expected: o.verdict.Expected, Lower: o.verdict.Lower, Upper: o.verdict.Upper,
+	}
+	if o.expl != nil {
+		data.Summary = o.expl.Summary
+	}
+	var q template.QueryFunc = env.source.Instant
+	b := labels.NewBuilder(o.lset.DropMetricName())
+	rs.group.spec.Labels.Range(func(l labels.Label) { b.Set(l.Name, l.Value) })
+	r.Labels.Range(func(l labels.Label) {
+		b.Set(l.Name, expandTemplate(ctx, r.Name, l.Value, data, ts, q, env.externalURL))
+	})
+	b.Set(labels.AlertName, r.Name)
+	lset := b.Labels()
+	if !o.cond.active {
+		return lset, labels.EmptyLabels()
+	}
+	data.Labels = lset.Map()
+	ab := labels.NewScratchBuilder(r.Annotations.Len())
+	r.Annotations.Range(func(l labels.Label) {
+		ab.Add(l.Name, expandTemplate(ctx, r.Name, l.Value, data, ts, q, env.externalURL))
+	})
+	return lset, ab.Labels()
+}
+
+// toModel renders an alert for the notifier.
+func (rs *ruleState) toModel(a *alertState, ts time.Time) *model.Alert {
+	lc := rs.group.env.lifecycle
+	m := &model.Alert{
+		Labels:      a.Labels,
+		Annotations: a.Annotations.Map(),
+		State:       a.State,
+		StartsAt:    a.FiredAt,
+		Value:       a.Value,
+		PeakValue:   a.PeakValue,
+		Flapping:    a.Flapping,
+		Explanation: a.Explanation,
+		Draft:       rs.rule.Draft,
+	}
+	if u := rs.group.env.externalURL; u != nil {
+		m.GeneratorURL = u.String() + "/api/v1/rules?rule=" + url.QueryEscape(rs.rule.Name)
+	}
+	validFor := 4 * max(lc.ResendDelay, rs.group.spec.Interval)
+	switch {
+	case a.Flapping:
+		// While flapping the alert stays open downstream.
+		m.State = model.StateFiring
+		m.EndsAt = ts.Add(validFor)
+	case a.State == model.StateResolved:
+		m.EndsAt = a.ResolvedAt
+	default:
+		m.EndsAt = ts.Add(validFor)
+	}
+	var recent []float64
+	if a.Series != 0 {
+		if ss := rs.series[a.Series]; ss != nil {
+			recent = ss.recent
+		}
+	} else if rs.composite != nil {
+		recent = rs.composite.recent
+	}
+	m.Recent = append([]float64(nil), recent...)
+	return m
+}
+
+// univariateExplanation describes a univariate verdict: a spike or dip
+// while it is young, a level shift once it persists.
+func univariateExplanation(r *Rule, v detect.Verdict, value float64, run int) *model.Explanation {
+	kind := "spike"
+	switch {
+	case run >= 3:
+		kind = "level_shift"
+	case v.Direction == detect.DirDown:
+		kind = "dip"
+	}
+	name := r.Name
+	return &model.Explanation{
+		Detector:  r.Detector.Type,
+		Kind:      kind,
+		Score:     v.Score,
+		Direction: v.Direction.String(),
+		Signals: []model.Signal{{
+			Name: "value", Query: r.Expr, Current: value,
+			Expected: v.Expected, Lower: v.Lower, Upper: v.Upper,
+		}},
+		Summary: fmt.Sprintf("%s: %s %s to %s, expected %s (normal %s to %s)", name,
+			strings.ReplaceAll(kind, "_", " "), directionWord(v.Direction), fmtNum(value),
+			fmtNum(v.Expected), fmtNum(v.Lower), fmtNum(v.Upper)),
+	}
+}
+
+func directionWord(d detect.Direction) string {
+	if d == detect.DirDown {
+		return "down"
+	}
+	return "up"
+}
+
+func fmtNum(v float64) string {
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}

@@ -1,0 +1,246 @@
+package rules
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/seismo-agent/seismo/detect"
+)
+
+// stateFile is the state database's name inside the data directory.
+const stateFile = "rules.db"
+
+var (
+	bucketAlerts    = []byte("alerts")
+	bucketDetectors = []byte("detectors")
+)
+
+// stateDB persists alert states and detector snapshots in bbolt: one write
+// transaction per save, so a crash leaves the previous snapshot intact.
+type stateDB struct {
+	db *bolt.DB
+}
+
+func openStateDB(dir string) (*stateDB, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("rules: data dir: %w", err)
+	}
+	p := filepath.Join(dir, stateFile)
+	db, err := bolt.Open(p, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("rules: open state %q: %w", p, err)
+	}
+	return &stateDB{db: db}, nil
+}
+
+func (s *stateDB) close() error { return s.db.Close() }
+
+// savedSeries is one detector instance on disk.
+type savedSeries struct {
+	Labels   labels.Labels  `json:"labels"`
+	LastSeen time.Time      `json:"lastSeen"`
+	Run      int            `json:"run"`
+	Recent   []float64      `json:"recent,omitempty"`
+	Last     detect.Verdict `json:"last"`
+	State    []byte         `json:"state"`
+}
+
+// savedState is everything read from disk at start, keyed by rule.
+type savedState struct {
+	alerts    map[string]map[uint64]*alertState
+	detectors map[string]map[uint64]*savedSeries // rule key + detector hash
+}
+
+func detectorKey(rk ruleKey, hash uint64) string {
+	return rk.String() + "\x00" + strconv.FormatUint(hash, 16)
+}
+
+func (s *stateDB) load() (*savedState, error) {
+	st := &savedState{alerts: map[string]map[uint64]*alertState{}, detectors: map[string]map[uint64]*savedSeries{}}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketAlerts); b != nil {
+			if err := b.ForEach(func(k, v []byte) error {
+				var m map[uint64]*alertState
+				if err := json.Unmarshal(v, &m); err != nil {
+					return fmt.Errorf("alerts of %q: %w", k, err)
+				}
+				st.alerts[string(k)] = m
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		if b := tx.Bucket(bucketDetectors); b != nil {
+			return b.ForEach(func(k, v []byte) error {
+				var m map[uint64]*savedSeries
+				if err := json.Unmarshal(v, &m); err != nil {
+					return fmt.Errorf("detectors of %q: %w", k, err)
+				}
+				st.detectors[string(k)] = m
+				return nil
+			})
+		}
+		return nil
+	})
+	return st, err
+}
+
+// apply restores saved state into rules that have none yet, and forgets
+// what it used.
+func (st *savedState) apply(groups []*groupState) {
+	for _, g := range groups {
+		for rs, k := range ruleKeys(g) {
+			rs.mu.Lock()
+			if saved, ok := st.alerts[k.String()]; ok && len(rs.alerts) == 0 {
+				rs.alerts = saved
+				delete(st.alerts, k.String())
+			}
+			if rs.rule.Detector != nil && len(rs.series) == 0 && rs.comp == nil {
+				dk := detectorKey(k, rs.rule.Detector.Hash)
+				if saved, ok := st.detectors[dk]; ok {
+					rs.restoreDetectors(saved)
+					delete(st.detectors, dk)
+				}
+			}
+			rs.mu.Unlock()
+		}
+	}
+}
+
+// restoreDetectors rebuilds detector instances from snapshots; a snapshot
+// that does not restore is dropped (that detector starts cold).
+func (rs *ruleState) restoreDetectors(saved map[uint64]*savedSeries) {
+	d := rs.rule.Detector
+	for key, s := range saved {
+		ss := &seriesState{labels: s.Labels, lastSeen: s.LastSeen, run: s.Run, recent: s.Recent, last: s.Last}
+		if d.Composite() {
+			c, err := d.Config.(detect.CompositeConfig).New()
+			if err != nil || c.UnmarshalBinary(s.State) != nil {
+				continue
+			}
+			rs.comp, rs.composite = c, ss
+			continue
+		}
+		det, err := d.Config.(detect.UnivariateConfig).New()
+		if err != nil || det.UnmarshalBinary(s.State) != nil {
+			continue
+		}
+		ss.det = det
+		rs.series[key] = ss
+	}
+}
+
+// Save writes every alert state and detector snapshot to the data
+// directory. It is a no-op without a data directory.
+func (m *Manager) Save() error {
+	if m.db == nil {
+		return nil
+	}
+	m.mu.Lock()
+	groups := m.groups
+	m.mu.Unlock()
+	alerts := map[string][]byte{}
+	dets := map[string][]byte{}
+	for _, g := range groups {
+		for rs, k := range ruleKeys(g) {
+			rs.mu.Lock()
+			if len(rs.alerts) > 0 {
+				b, err := json.Marshal(rs.alerts)
+				if err != nil {
+					rs.mu.Unlock()
+					return fmt.Errorf("rules: encode alerts: %w", err)
+				}
+				alerts[k.String()] = b
+			}
+			if rs.rule.Detector != nil {
+				saved, err := rs.snapshotDetectors()
+				if err != nil {
+					rs.mu.Unlock()
+					return err
+				}
+				if len(saved) > 0 {
+					b, err := json.Marshal(saved)
+					if err != nil {
+						rs.mu.Unlock()
+						return fmt.Errorf("rules: encode detectors: %w", err)
+					}
+					dets[detectorKey(k, rs.rule.Detector.Hash)] = b
+				}
+			}
+			rs.mu.Unlock()
+		}
+	}
+	m.mu.Lock()
+	// Keep restored state that no loaded rule claimed yet (a rule file
+	// that is temporarily broken must not lose its state).
+	if m.restore != nil {
+		for k, v := range m.restore.alerts {
+			if _, ok := alerts[k]; !ok {
+				if b, err := json.Marshal(v); err == nil {
+					alerts[k] = b
+				}
+			}
+		}
+		for k, v := range m.restore.detectors {
+			if _, ok := dets[k]; !ok {
+				if b, err := json.Marshal(v); err == nil {
+					dets[k] = b
+				}
+			}
+		}
+	}
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil
+	}
+	return m.db.db.Update(func(tx *bolt.Tx) error {
+		for _, bk := range []struct {
+			name []byte
+			data map[string][]byte
+		}{{bucketAlerts, alerts}, {bucketDetectors, dets}} {
+			if tx.Bucket(bk.name) != nil {
+				if err := tx.DeleteBucket(bk.name); err != nil {
+					return err
+				}
+			}
+			b, err := tx.CreateBucket(bk.name)
+			if err != nil {
+				return err
+			}
+			for k, v := range bk.data {
+				if err := b.Put([]byte(k), v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func (rs *ruleState) snapshotDetectors() (map[uint64]*savedSeries, error) {
+	out := map[uint64]*savedSeries{}
+	if rs.comp != nil {
+		b, err := rs.comp.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("rules: snapshot detector of %q: %w", rs.rule.Name, err)
+		}
+		c := rs.composite
+		out[0] = &savedSeries{LastSeen: c.lastSeen, Run: c.run, Recent: c.recent, Last: c.last, State: b}
+	}
+	for k, ss := range rs.series {
+		b, err := ss.det.MarshalBinary()
+		if err != nil {
+			return nil, fmt.Errorf("rules: snapshot detector of %q: %w", rs.rule.Name, err)
+		}
+		out[k] = &savedSeries{Labels: ss.labels, LastSeen: ss.lastSeen, Run: ss.run, Recent: ss.recent, Last: ss.last, State: b}
+	}
+	return out, nil
+}
