@@ -79,6 +79,9 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 		if a.State == model.StatePending && ts.Sub(a.ActiveAt) >= r.For {
 			a.State = model.StateFiring
 			a.FiredAt = ts
+			if !a.Flapping {
+				a.LastSentAt = time.Time{} // a new firing episode is sent at once
+			}
 			a.transition(ts, lc)
 		}
 	case a.State == model.StateFiring:

@@ -1,0 +1,327 @@
+package rules
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/seismo-agent/seismo/internal/model"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// seriesFunc returns, per query, the value of one series at ts; NaN-free:
+// ok=false means the series is absent.
+type seriesFunc func(q string, ts time.Time) (float64, bool)
+
+func vecSource(lset labels.Labels, f seriesFunc) *fakeSource {
+	return &fakeSource{instant: func(q string, ts time.Time) (promql.Vector, error) {
+		v, ok := f(q, ts)
+		if !ok {
+			return nil, nil
+		}
+		return promql.Vector{{Metric: lset, F: v, T: ts.UnixMilli()}}, nil
+	}}
+}
+
+// recorder collects notifications and transitions.
+type recorder struct {
+	mu          sync.Mutex
+	sent        []*model.Alert
+	transitions []Transition
+}
+
+func (r *recorder) notify(_ context.Context, as ...*model.Alert) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent = append(r.sent, as...)
+}
+
+func (r *recorder) onTransition(tr Transition) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.transitions = append(r.transitions, tr)
+}
+
+func (r *recorder) take() []*model.Alert {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.sent
+	r.sent = nil
+	return s
+}
+
+func writeRules(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+func testConfig(files ...string) Config {
+	c := DefaultConfig()
+	c.Files = files
+	c.Builtin.Enabled = false
+	c.WatchFiles = false
+	c.EvaluationInterval = 10 * time.Second
+	return c
+}
+
+func newTestManager(t *testing.T, src *fakeSource, rec *recorder, dataDir string, rules string) (*Manager, Config) {
+	t.Helper()
+	m, err := NewManager(Options{
+		Source: src, Notify: rec.notify, OnTransition: rec.onTransition,
+		Lookup: fakeLookup, Kinds: fakeKindNames, DataDir: dataDir,
+	})
+	require.NoError(t, err)
+	cfg := testConfig(writeRules(t, t.TempDir(), "r.yml", rules))
+	require.NoError(t, m.ApplyConfig(cfg))
+	return m, cfg
+}
+
+func TestLifecycle(t *testing.T) {
+	lset := labels.FromStrings("__name__", "x", "instance", "a")
+	type step struct {
+		value  float64 // series value; <0 means absent
+		state  model.AlertState
+		sent   int // notifications at this step
+		sentAs model.AlertState
+	}
+	tests := []struct {
+		name  string
+		rules string
+		steps []step
+	}{
+		{
+			name:  "for delays firing, resolve sends value at resolve time",
+			rules: "groups: [{name: g, rules: [{alert: A, expr: 'x > 5', for: 20s}]}]",
+			steps: []step{
+				{value: 1, state: model.StateInactive},
+				{value: 9, state: model.StatePending},
+				{value: 9, state: model.StatePending},
+				{value: 9, state: model.StateFiring, sent: 1, sentAs: model.StateFiring},
+				{value: 3, state: model.StateResolved, sent: 1, sentAs: model.StateResolved},
+			},
+		},
+		{
+			name:  "pending that ends is dropped silently",
+			rules: "groups: [{name: g, rules: [{alert: A, expr: 'x > 5', for: 30s}]}]",
+			steps: []step{
+				{value: 9, state: model.StatePending},
+				{value: 1, state: model.StateInactive},
+			},
+		},
+		{
+			name:  "keep_firing_for holds the alert",
+			rules: "groups: [{name: g, rules: [{alert: A, expr: 'x > 5', keep_firing_for: 20s}]}]",
+			steps: []step{
+				{value: 9, state: model.StateFiring, sent: 1, sentAs: model.StateFiring},
+				{value: 1, state: model.StateFiring},
+				{value: 1, state: model.StateFiring},
+				{value: 1, state: model.StateResolved, sent: 1, sentAs: model.StateResolved},
+			},
+		},
+		{
+			name:  "warming up never pages",
+			rules: "groups: [{name: g, rules: [{anomaly: A, expr: x, detector: {type: fake, threshold: 5, warm_up: 2}}]}]",
+			steps: []step{
+				{value: 9, state: model.StateWarmingUp},
+				{value: 9, state: model.StateWarmingUp},
+				{value: 9, state: model.StateFiring, sent: 1, sentAs: model.StateFiring},
+				{value: 1, state: model.StateResolved, sent: 1, sentAs: model.StateResolved},
+			},
+		},
+		{
+			name:  "flapping sends one notice",
+			rules: "groups: [{name: g, rules: [{alert: A, expr: 'x > 5'}]}]",
+			steps: []step{
+				{value: 9, state: model.StateFiring, sent: 1, sentAs: model.StateFiring},
+				{value: 1, state: model.StateResolved, sent: 1, sentAs: model.StateResolved},
+				{value: 9, state: model.StateFiring, sent: 1, sentAs: model.StateFiring},
+				{value: 1, state: model.StateResolved, sent: 1, sentAs: model.StateFiring}, // 4th change: flapping notice
+				{value: 9, state: model.StateFiring},
+				{value: 1, state: model.StateResolved},
+				{value: 9, state: model.StateFiring},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			i := 0
+			src := vecSource(lset, func(q string, ts time.Time) (float64, bool) {
+				v := tt.steps[i].value
+				if q == "x" {
+					return v, v >= 0
+				}
+				return v, v > 5 // 'x > 5' keeps the series only while true
+			})
+			rec := &recorder{}
+			m, _ := newTestManager(t, src, rec, "", tt.rules)
+			for ; i < len(tt.steps); i++ {
+				st := tt.steps[i]
+				ts := t0.Add(time.Duration(i) * 10 * time.Second)
+				require.NoError(t, m.EvalGroups(context.Background(), ts))
+				state := model.StateInactive
+				if as := m.Alerts(); len(as) > 0 {
+					require.Len(t, as, 1)
+					state = as[0].State
+				}
+				require.Equal(t, st.state, state, "step %d", i)
+				sent := rec.take()
+				require.Len(t, sent, st.sent, "step %d", i)
+				if st.sent > 0 {
+					require.Equal(t, st.sentAs, sent[0].State, "step %d", i)
+					require.Equal(t, "A", sent[0].Name())
+					if sent[0].State == model.StateResolved {
+						require.Equal(t, st.value, sent[0].Value, "value at resolve time")
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestAnomalyAlertCarriesExplanation(t *testing.T) {
+	lset := labels.FromStrings("__name__", "lat", "route", "/buy")
+	vals := []float64{1, 1, 8, 8, 8, 8}
+	i := 0
+	src := vecSource(lset, func(string, time.Time) (float64, bool) { return vals[i], true })
+	rec := &recorder{}
+	rules := `groups:
+  - name: g
+    labels: {team: shop}
+    rules:
+      - anomaly: Lat
+        expr: lat
+        detector: {type: fake, threshold: 5}
+        labels: {severity: page}
+        annotations: {summary: "{{ $labels.route }} at {{ $value }} expected {{ $expected }}"}
+        draft: {component: Storefront, impact: degraded_performance}
+`
+	m, _ := newTestManager(t, src, rec, "", rules)
+	var fired *model.Alert
+	for ; i < len(vals); i++ {
+		require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*10*time.Second)))
+		for _, a := range rec.take() {
+			if fired == nil {
+				fired = a
+			}
+		}
+	}
+	require.NotNil(t, fired)
+	require.Equal(t, `{alertname="Lat", route="/buy", severity="page", team="shop"}`, fired.Labels.String())
+	require.Equal(t, "/buy at 8 expected 1", fired.Annotations["summary"])
+	require.Equal(t, t0.Add(20*time.Second), fired.StartsAt)
+	require.Equal(t, "Storefront", fired.Draft.Component)
+	require.Equal(t, []float64{1, 1, 8}, fired.Recent)
+	require.NotNil(t, fired.Explanation)
+	require.Equal(t, "spike", fired.Explanation.Kind)
+	require.Equal(t, 8.0, fired.Explanation.Signals[0].Current)
+	require.Equal(t, 1.0, fired.Explanation.Signals[0].Expected)
+
+	as := m.Alerts()
+	require.Len(t, as, 1)
+	require.Equal(t, "level_shift", as[0].Explanation.Kind, "a persisting departure is a level shift")
+}
+
+func TestCompositeRule(t *testing.T) {
+	var a float64
+	src := &fakeSource{instant: func(q string, ts time.Time) (promql.Vector, error) {
+		switch q {
+		case "sum(a)":
+			return promql.Vector{{Metric: labels.EmptyLabels(), F: a}}, nil
+		case "b":
+			return promql.Vector{
+				{Metric: labels.FromStrings("client", "c2", "x", "1"), F: 1},
+				{Metric: labels.FromStrings("client", "c1", "x", "1"), F: 1},
+			}, nil
+		}
+		return nil, nil
+	}}
+	rec := &recorder{}
+	m, _ := newTestManager(t, src, rec, "", "groups: [{name: g, rules: [{anomaly: S, detector: {type: fakecomp, a: sum(a), b: b}}]}]")
+	a = 1
+	require.NoError(t, m.EvalGroups(context.Background(), t0))
+	require.Empty(t, rec.take())
+	a = 50
+	require.NoError(t, m.EvalGroups(context.Background(), t0.Add(10*time.Second)))
+	sent := rec.take()
+	require.Len(t, sent, 1)
+	require.Equal(t, `{alertname="S"}`, sent[0].Labels.String())
+	require.Equal(t, "a is 50", sent[0].Explanation.Summary)
+	require.Equal(t, []float64{1, 50}, sent[0].Recent)
+	rs := m.groups[0].rules[0]
+	require.Equal(t, []string{"c1", "c2"}, rs.comp.(*fakeComposite).Keys, "per-key samples keyed by key_label, sorted")
+}
+
+func TestSeriesReleasedAfterGrace(t *testing.T) {
+	present := true
+	lset := labels.FromStrings("__name__", "x")
+	src := vecSource(lset, func(string, time.Time) (float64, bool) { return 1, present })
+	m, cfg := newTestManager(t, src, &recorder{}, "", "groups: [{name: g, rules: [{anomaly: A, expr: x, detector: {type: fake}}]}]")
+	ctx := context.Background()
+	require.NoError(t, m.EvalGroups(ctx, t0))
+	rs := m.groups[0].rules[0]
+	require.Len(t, rs.series, 1)
+	present = false
+	require.NoError(t, m.EvalGroups(ctx, t0.Add(cfg.SeriesGrace)))
+	require.Len(t, rs.series, 1, "kept within the grace period")
+	require.NoError(t, m.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+time.Second)))
+	require.Empty(t, rs.series, "released after the grace period")
+}
+
+// TestRunLoop drives the evaluation loop on fake time: ticks land on the
+// group's deterministic offset, firing alerts are re-sent every
+// resend_delay, and Run returns when its context ends.
+func TestRunLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lset := labels.FromStrings("__name__", "x")
+		var mu sync.Mutex
+		var evals []time.Time
+		src := vecSource(lset, func(_ string, ts time.Time) (float64, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			evals = append(evals, ts)
+			return 9, true
+		})
+		rec := &recorder{}
+		m, cfg := newTestManager(t, src, rec, "", "groups: [{name: g, interval: 10s, rules: [{alert: A, expr: 'x > 5'}]}]")
+		cfg.ResendDelay = 30 * time.Second
+		require.NoError(t, m.ApplyConfig(cfg))
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- m.Run(ctx) }()
+		time.Sleep(95 * time.Second)
+		synctest.Wait()
+		cancel()
+		require.NoError(t, <-done)
+
+		mu.Lock()
+		defer mu.Unlock()
+		off := groupOffset(m.groups[0].spec)
+		require.Len(t, evals, int((95*time.Second-off)/(10*time.Second))+1, "one evaluation per interval")
+		for i, ts := range evals {
+			require.Equal(t, off, time.Duration(ts.UnixNano())%(10*time.Second), "eval %d at the group's offset", i)
+			if i > 0 {
+				require.Equal(t, 10*time.Second, ts.Sub(evals[i-1]))
+			}
+		}
+		sent := rec.take()
+		require.Len(t, sent, (len(evals)-1)/3+1, "first firing plus a re-send every 30s")
+		for _, a := range sent {
+			require.Equal(t, evals[0], a.StartsAt)
+			require.True(t, a.EndsAt.After(a.StartsAt))
+		}
+	})
+}

@@ -1,0 +1,134 @@
+package rules
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seismo-agent/seismo/internal/model"
+)
+
+func metricValue(t *testing.T, set *metrics.Set, name string) string {
+	t.Helper()
+	var b bytes.Buffer
+	set.WritePrometheus(&b)
+	for _, l := range strings.Split(b.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, name+" "); ok {
+			return v
+		}
+	}
+	t.Fatalf("metric %s not found in:\n%s", name, b.String())
+	return ""
+}
+
+// TestReload changes one rule, keeps another and breaks a third file:
+// state is kept where it should be, and a broken file keeps the old rules
+// running with the reload metric at 0.
+func TestReload(t *testing.T) {
+	lset := labels.FromStrings("__name__", "x")
+	src := vecSource(lset, func(q string, ts time.Time) (float64, bool) { return 9, true })
+	rec := &recorder{}
+	set := metrics.NewSet()
+	m, err := NewManager(Options{Source: src, Notify: rec.notify, Lookup: fakeLookup, Kinds: fakeKindNames, Metrics: set})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	const keep = "groups: [{name: k, rules: [{anomaly: Keep, expr: x, detector: {type: fake, threshold: 5, warm_up: 1}}]}]"
+	const change = "groups: [{name: c, rules: [{alert: Change, expr: 'x > 5', labels: {severity: page}}]}]"
+	f1 := writeRules(t, dir, "keep.yml", keep)
+	f2 := writeRules(t, dir, "change.yml", change)
+	cfg := testConfig(f1, f2)
+	require.NoError(t, m.ApplyConfig(cfg))
+	ctx := context.Background()
+	for i := range 3 {
+		require.NoError(t, m.EvalGroups(ctx, t0.Add(time.Duration(i)*10*time.Second)))
+	}
+	rec.take()
+	firing := func() map[string]model.AlertState {
+		out := map[string]model.AlertState{}
+		for _, a := range m.Alerts() {
+			out[a.Name()] = a.State
+		}
+		return out
+	}
+	require.Equal(t, map[string]model.AlertState{"Keep": model.StateFiring, "Change": model.StateFiring}, firing())
+	keepDet := m.groups[0].rules[0].series[lset.Hash()].det
+
+	// Change one rule's annotations; keep the other.
+	writeRules(t, dir, "change.yml", strings.Replace(change, "labels: {severity: page}", "labels: {severity: page}, annotations: {summary: new}", 1))
+	require.NoError(t, m.ApplyConfig(cfg))
+	require.Equal(t, "1", metricValue(t, set, "seismo_rules_last_reload_successful"))
+	require.Same(t, keepDet, m.groups[0].rules[0].series[lset.Hash()].det, "unchanged rule keeps its detector")
+	require.NoError(t, m.EvalGroups(ctx, t0.Add(30*time.Second)))
+	require.Empty(t, rec.take(), "no new firing notification after a reload")
+	require.Equal(t, map[string]model.AlertState{"Keep": model.StateFiring, "Change": model.StateFiring}, firing())
+
+	// Break a third file: everything keeps running.
+	f3 := writeRules(t, dir, "broken.yml", "groups: [{name: b, rules: [{alert: B, expr: 'up =='}]}]")
+	cfg.Files = append(cfg.Files, f3)
+	err = m.ApplyConfig(cfg)
+	require.ErrorContains(t, err, "broken.yml:1:45: group \"b\", rule 1 \"B\": expr:")
+	require.Equal(t, "0", metricValue(t, set, "seismo_rules_last_reload_successful"))
+	require.Len(t, m.Groups(), 2, "old rules still loaded")
+	require.NoError(t, m.EvalGroups(ctx, t0.Add(40*time.Second)))
+	require.Equal(t, map[string]model.AlertState{"Keep": model.StateFiring, "Change": model.StateFiring}, firing())
+
+	// Fix it: metric back to 1; a group that disappears loses its metrics.
+	cfg.Files = cfg.Files[:1]
+	require.NoError(t, m.ApplyConfig(cfg))
+	require.Equal(t, "1", metricValue(t, set, "seismo_rules_last_reload_successful"))
+	var b bytes.Buffer
+	set.WritePrometheus(&b)
+	require.NotContains(t, b.String(), `group="c"`)
+	require.Contains(t, b.String(), `seismo_rules_group_evaluations_total{file="`+f1+`",group="k"} 5`)
+}
+
+// TestRestartKeepsFiring saves state, builds a new manager over the same
+// data directory and checks the alert is still firing, nobody is notified
+// again, and the detector is not cold.
+func TestRestartKeepsFiring(t *testing.T) {
+	lset := labels.FromStrings("__name__", "x")
+	src := vecSource(lset, func(q string, ts time.Time) (float64, bool) { return 9, true })
+	dataDir := t.TempDir()
+	rules := `groups: [{name: g, rules: [
+  {anomaly: A, expr: x, detector: {type: fake, threshold: 5, warm_up: 3}},
+  {alert: B, expr: 'x > 5'}]}]`
+	ctx := context.Background()
+
+	rec := &recorder{}
+	m, cfg := newTestManager(t, src, rec, dataDir, rules)
+	for i := range 5 {
+		require.NoError(t, m.EvalGroups(ctx, t0.Add(time.Duration(i)*10*time.Second)))
+	}
+	require.Len(t, rec.take(), 2)
+	require.NoError(t, m.Save())
+	require.NoError(t, m.Close())
+	require.NoError(t, m.Close(), "Close is idempotent")
+
+	rec2 := &recorder{}
+	m2, err := NewManager(Options{Source: src, Notify: rec2.notify, OnTransition: rec2.onTransition, Lookup: fakeLookup, Kinds: fakeKindNames, DataDir: dataDir})
+	require.NoError(t, err)
+	defer m2.Close()
+	require.NoError(t, m2.ApplyConfig(cfg))
+	require.NoError(t, m2.EvalGroups(ctx, t0.Add(50*time.Second)))
+	require.Empty(t, rec2.take(), "no new notification after restart")
+	require.Empty(t, rec2.transitions, "no state change after restart")
+	as := m2.Alerts()
+	require.Len(t, as, 2)
+	starts := map[string]time.Time{"A": t0.Add(30 * time.Second), "B": t0}
+	for _, a := range as {
+		require.Equal(t, model.StateFiring, a.State, a.Name())
+		require.True(t, starts[a.Name()].Equal(a.StartsAt), a.Name())
+	}
+	det := m2.groups[0].rules[0].series[lset.Hash()].det.(*fakeDetector)
+	require.Equal(t, 6, det.N, "detector restored, not cold")
+
+	// The periodic re-send resumes one resend_delay after the last send.
+	require.NoError(t, m2.EvalGroups(ctx, t0.Add(100*time.Second)))
+	require.Len(t, rec2.take(), 2)
+}
