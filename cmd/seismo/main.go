@@ -24,7 +24,6 @@ import (
 var commands = []func(app *kingpin.Application, cli *cliEnv){
 	registerRun,
 	registerCheckConfig,
-	registerDemo,
 	registerBench,
 	registerVersion,
 }
