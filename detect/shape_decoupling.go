@@ -192,7 +192,7 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 		r.State = StateWarmingUp
 	} else if d.step(ts, cond, c.Confirm, c.ResolveAfter) {
 		r.State = StateAnomalous
-		r.Explanation = d.explain(ts, sym, res, tr, okT, rS, rT, r.Score)
+		r.Explanation = d.explain(ts, sym, res, tr, okT, rS, rT, r.Score, cond)
 	}
 	if d.learning(ts, c.RelearnAfter) {
 		d.sym.update(ts, sym, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
@@ -205,7 +205,7 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 	return r
 }
 
-func (d *Decoupling) explain(ts int64, sym, res, tr float64, okT bool, rS, rT, score float64) *model.Explanation {
+func (d *Decoupling) explain(ts int64, sym, res, tr float64, okT bool, rS, rT, score float64, cond bool) *model.Explanation {
 	c := &d.cfg
 	sd := d.sym.sd(shapeFloorRel, shapeFloorAbs)
 	x := &model.Explanation{
@@ -226,6 +226,9 @@ func (d *Decoupling) explain(ts int64, sym, res, tr float64, okT bool, rS, rT, s
 	if okT && d.tr.n > 0 {
 		x.Signals = append(x.Signals, shapeSignal("traffic", "req/s", tr, &d.tr, c.Threshold, shapeFloorRel, shapeFloorAbs))
 		s += " and traffic " + shapeNum(rT) + "× normal"
+	}
+	if !cond {
+		s += ", easing (holding " + shapeDur(c.ResolveAfter.Milliseconds()) + " before resolving)"
 	}
 	s += " for " + shapeDur(ts-d.since) +
 		": requests are waiting, not computing — check worker, thread and connection-pool limits; " +

@@ -201,7 +201,7 @@ func (e *ErrorRate) Observe(ts int64, in Inputs) Result {
 		r.State = StateWarmingUp
 	} else if e.step(ts, cond, c.Confirm, c.ResolveAfter) {
 		r.State = StateAnomalous
-		r.Explanation = e.explain(ts, k, n, share, p0, z, r)
+		r.Explanation = e.explain(ts, k, n, share, p0, z, r, cond)
 	}
 	if e.learning(ts, c.RelearnAfter) {
 		e.learn(ts, k, n, p0)
@@ -228,8 +228,12 @@ func (e *ErrorRate) learn(ts int64, k, n, p0 float64) {
 	e.lastTS = ts
 }
 
-func (e *ErrorRate) explain(ts int64, k, n, share, p0, z float64, r Result) *model.Explanation {
+func (e *ErrorRate) explain(ts int64, k, n, share, p0, z float64, r Result, cond bool) *model.Explanation {
 	c := &e.cfg
+	tail := ": far beyond chance at this volume (surprise " + shapeNum(z) + " σ)"
+	if !cond {
+		tail = ": easing, holding " + shapeDur(c.ResolveAfter.Milliseconds()) + " before resolving"
+	}
 	win := "evaluation"
 	if c.Input == "rate" {
 		win = shapeDur(c.RateWindow.Milliseconds())
@@ -243,8 +247,7 @@ func (e *ErrorRate) explain(ts int64, k, n, share, p0, z float64, r Result) *mod
 		Cause: "the service is failing a rising share of requests",
 		Summary: "errors " + shapeVal(share, "ratio") + " of requests (" + shapeNum(k) + " of " + shapeNum(n) +
 			" in the last " + win + "; normal " + shapeVal(p0, "ratio") + ", about " + shapeNum(p0*n) +
-			" expected) for " + shapeDur(ts-e.since) + ": far beyond chance at this volume (surprise " +
-			shapeNum(z) + " σ)",
+			" expected) for " + shapeDur(ts-e.since) + tail,
 	}
 }
 

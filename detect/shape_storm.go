@@ -122,7 +122,10 @@ type Storm struct {
 
 	share, reqs shapeBaseline
 	shapeLatch
-	broad    bool  // classification of the last jump sample
+	broad    bool // classification of the last jump sample
+	jump     shapeStormStats
+	jumpAt   int64 // ts of the last jump sample
+	jumpTop  [3]shapeKeyed
 	dips     int64 // times the share recovered briefly during this episode
 	wasCond  bool
 	carried  int
@@ -227,6 +230,7 @@ func (s *Storm) Observe(ts int64, in Inputs) Result {
 	if cond {
 		concentrated := st.affected <= c.ConcentratedClients && st.active > c.ConcentratedClients
 		s.broad = !concentrated && float64(st.affected) >= c.Breadth*float64(st.active)
+		s.jump, s.jumpAt, s.jumpTop = st, ts, s.shapeTop
 	}
 
 	r := Result{Verdict: Verdict{
@@ -251,7 +255,7 @@ func (s *Storm) Observe(ts int64, in Inputs) Result {
 		}
 		r.State = StateAnomalous
 		r.Informational = !s.broad
-		r.Explanation = s.explain(ts, share, &st, r.Score)
+		r.Explanation = s.explain(ts, &st, r.Score)
 	}
 	s.wasCond = cond
 	if s.learning(ts, c.RelearnAfter) {
@@ -262,8 +266,12 @@ func (s *Storm) Observe(ts int64, in Inputs) Result {
 	return r
 }
 
-func (s *Storm) explain(ts int64, share float64, st *shapeStormStats, score float64) *model.Explanation {
+func (s *Storm) explain(ts int64, now *shapeStormStats, score float64) *model.Explanation {
 	c := &s.cfg
+	// While holding through a lull, describe the last sample that had the
+	// jump, and say that it eased.
+	st := &s.jump
+	share := st.lim / st.req
 	sd := s.share.sd(0, shapeShareFloor)
 	b := &model.Breadth{
 		Label: c.KeyLabel, Active: st.active, Affected: st.affected,
@@ -272,7 +280,7 @@ func (s *Storm) explain(ts int64, share float64, st *shapeStormStats, score floa
 	if st.active > 0 {
 		b.AffectedShare = shapeRound3(float64(st.affected) / float64(st.active))
 	}
-	for _, t := range s.shapeTop {
+	for _, t := range s.jumpTop {
 		if t.v > 0 {
 			b.Top = append(b.Top, t.key)
 		}
@@ -280,33 +288,38 @@ func (s *Storm) explain(ts int64, share float64, st *shapeStormStats, score floa
 	x := &model.Explanation{
 		Detector: "storm", Score: score, Direction: "up", Breadth: b,
 		Signals: []model.Signal{
-			{Name: "limited_share", Unit: "ratio", Current: share, Expected: s.share.mean,
+			{Name: "limited_share", Unit: "ratio", Current: now.lim / now.req, Expected: s.share.mean,
 				Lower: math.Max(0, s.share.mean-c.Threshold*sd), Upper: s.share.mean + c.Threshold*sd},
-			shapeSignal("requests", "req/s", st.req, &s.reqs, c.Threshold, shapeFloorRel, shapeFloorAbs),
-			{Name: "limited", Unit: "req/s", Current: st.lim, Expected: s.share.mean * s.reqs.mean},
+			shapeSignal("requests", "req/s", now.req, &s.reqs, c.Threshold, shapeFloorRel, shapeFloorAbs),
+			{Name: "limited", Unit: "req/s", Current: now.lim, Expected: s.share.mean * s.reqs.mean},
 		},
 	}
 	head := "429 share " + shapeVal(share, "ratio") + " (normal " + shapeVal(s.share.mean, "ratio") +
 		" " + shapeSpread(sd, "ratio") + ")"
 	who := strconv.Itoa(st.affected) + " of " + strconv.Itoa(st.active) + " " + c.KeyLabel + "s limited"
+	eased := ""
+	if s.jumpAt != ts {
+		eased = "; eased to " + shapeVal(now.lim/now.req, "ratio") + " " + shapeDur(ts-s.jumpAt) +
+			" ago, holding " + shapeDur(c.ResolveAfter.Milliseconds()) + " before resolving"
+	}
 	if !s.broad {
 		x.Kind = "concentrated_limiting"
 		x.Cause = "legitimate limiting of a heavy " + c.KeyLabel
 		top := ""
 		if len(b.Top) > 0 && st.lim > 0 {
-			top = "; top " + c.KeyLabel + " " + b.Top[0] + " has " + shapeVal(s.shapeTop[0].v/st.lim, "ratio") + " of the 429s"
+			top = "; top " + c.KeyLabel + " " + b.Top[0] + " has " + shapeVal(s.jumpTop[0].v/st.lim, "ratio") + " of the 429s"
 		}
 		if st.affected > c.ConcentratedClients {
 			x.Cause = "limiting of a subset of " + c.KeyLabel + "s"
 		}
 		x.Summary = head + ", concentrated: " + who + top + " (concentration " + shapeNum(b.Concentration) +
-			"): " + x.Cause + ", not a misbehaving limiter — no page"
+			")" + eased + ": " + x.Cause + ", not a misbehaving limiter — no page"
 		return x
 	}
 	x.Kind = "rate_limit_storm"
 	x.Cause = "the rate limiter is rejecting most " + c.KeyLabel + "s regardless of their traffic"
 	x.Summary = head + " across " + who + " (" + shapeVal(b.AffectedShare, "ratio") +
-		", concentration " + shapeNum(b.Concentration) + ") for " + shapeDur(ts-s.since)
+		", concentration " + shapeNum(b.Concentration) + ") for " + shapeDur(ts-s.since) + eased
 	if s.dips > 0 {
 		x.Summary += ", with " + strconv.FormatInt(s.dips, 10) + " brief recoveries (sawtooth: a limiter cache being reset?)"
 	}
@@ -322,6 +335,16 @@ func (s *Storm) MarshalBinary() ([]byte, error) {
 	s.reqs.encode(e)
 	s.shapeLatch.encode(e)
 	e.bool(s.broad)
+	for _, v := range []float64{s.jump.req, s.jump.lim, s.jump.hhi} {
+		e.f64(v)
+	}
+	e.i64(int64(s.jump.active))
+	e.i64(int64(s.jump.affected))
+	e.i64(s.jumpAt)
+	for _, t := range s.jumpTop {
+		e.str(t.key)
+		e.f64(t.v)
+	}
 	e.i64(s.dips)
 	e.bool(s.wasCond)
 	e.i64(int64(s.carried))
@@ -339,6 +362,14 @@ func (s *Storm) UnmarshalBinary(b []byte) error {
 	n.reqs.decode(d)
 	n.shapeLatch.decode(d)
 	n.broad = d.bool()
+	n.jump.req, n.jump.lim, n.jump.hhi = d.f64(), d.f64(), d.f64()
+	n.jump.active = int(d.i64())
+	n.jump.affected = int(d.i64())
+	n.jumpAt = d.i64()
+	for i := range n.jumpTop {
+		n.jumpTop[i].key = d.str()
+		n.jumpTop[i].v = d.f64()
+	}
 	n.dips = d.i64()
 	n.wasCond = d.bool()
 	n.carried = int(d.i64())

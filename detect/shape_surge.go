@@ -30,7 +30,7 @@ func init() {
 type SurgeConfig struct {
 	// Factor is the request-rate multiple of the baseline that makes a surge.
 	Factor float64 `yaml:"factor"`
-	// Ramp is the longest rise from near-normal (a quarter of the way to
+	// Ramp is the longest rise from near normal (a tenth of the way to
 	// Factor) to Factor that still counts as a surge; slower rises are
 	// organic growth that the baseline follows.
 	Ramp time.Duration `yaml:"ramp"`
@@ -219,7 +219,7 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 	}
 
 	ratio := s.reqs.ratio(o.req)
-	low := 1 + (c.Factor-1)/4
+	low := 1 + (c.Factor-1)/10
 	if !warm || ratio < low {
 		s.lowAt = ts
 	}
