@@ -24,6 +24,7 @@ import (
 var commands = []func(app *kingpin.Application, cli *cliEnv){
 	registerRun,
 	registerCheckConfig,
+	registerDemo,
 	registerBench,
 	registerVersion,
 }
