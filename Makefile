@@ -1,0 +1,41 @@
+# seismo build and test entry points. "make test" is what CI runs.
+
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
+# Extra arguments for "make run", e.g. make run ARGS='--config configs/seismo.yml'
+ARGS     ?=
+
+.PHONY: all build test lint fmt-check vet bench run clean
+
+all: build
+
+## build: compile bin/seismo with the version and revision stamped in
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/seismo ./cmd/seismo
+
+## test: gofmt check, go vet, and every test with the race detector
+test: lint
+	$(GO) test -race ./...
+
+## lint: gofmt check and go vet
+lint: fmt-check vet
+
+fmt-check:
+	@files="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
+	if [ -n "$$files" ]; then echo "gofmt needed on:"; echo "$$files"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+## bench: every benchmark, briefly (the machine is shared)
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 200ms ./...
+
+## run: build, then run the agent (embedded default config unless ARGS says otherwise)
+run: build
+	./bin/seismo run $(ARGS)
+
+clean:
+	rm -rf bin
