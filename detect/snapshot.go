@@ -25,9 +25,9 @@ func newEncoder(kind string, capacity int) *encoder {
 	return e
 }
 
-func (e *encoder) u64(v uint64) { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
+func (e *encoder) u64(v uint64)  { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
 func (e *encoder) f64(v float64) { e.u64(math.Float64bits(v)) }
-func (e *encoder) i64(v int64)  { e.u64(uint64(v)) }
+func (e *encoder) i64(v int64)   { e.u64(uint64(v)) }
 func (e *encoder) bool(v bool) {
 	if v {
 		e.b = append(e.b, 1)
@@ -126,5 +126,29 @@ func decodeVerdict(r *decoder) Verdict {
 		Upper:     r.f64(),
 		Direction: Direction(r.i64()),
 		State:     State(r.u64()),
+	}
+}
+
+// configField is one config value recorded in a snapshot so that restoring
+// into a detector with a different config is refused.
+type configField struct {
+	name string
+	v    float64
+}
+
+func encodeConfig(w *encoder, fields []configField) {
+	w.u64(uint64(len(fields)))
+	for _, f := range fields {
+		w.f64(f.v)
+	}
+}
+
+func checkConfig(r *decoder, fields []configField) {
+	if n := r.u64(); r.err == nil && n != uint64(len(fields)) {
+		r.err = errorf("%d config fields, this detector has %d", n, len(fields))
+		return
+	}
+	for _, f := range fields {
+		r.configF64(f.name, f.v)
 	}
 }

@@ -43,3 +43,46 @@ func checkHalfLife(errs *configutil.Errors, field string, v float64) {
 		errs.Addf(field, "must be a positive number of samples, got %v", v)
 	}
 }
+
+// zScore maps a deviation of z standard deviations (either side) to a score
+// in [0, 1]: the log-scaled two-sided normal tail probability, so 0.5 is
+// about 4.4 sigma and 1 about 6.5 sigma.
+func zScore(z float64) float64 { return LogTailScore(2 * NormalTail(math.Abs(z))) }
+
+// bandVerdict builds the verdict for x judged against expected ± k*scale.
+func bandVerdict(x, expected, scale, k, score float64) Verdict {
+	return Verdict{
+		Score:     score,
+		Expected:  expected,
+		Lower:     expected - k*scale,
+		Upper:     expected + k*scale,
+		Direction: direction(x, expected),
+		State:     StateNormal,
+	}
+}
+
+// settle sets the verdict's state from warm-up progress and threshold.
+func settle(v *Verdict, warm bool, threshold float64) {
+	switch {
+	case !warm:
+		v.State = StateWarmingUp
+		v.Score = 0
+	case v.Score >= threshold:
+		v.State = StateAnomalous
+	default:
+		v.State = StateNormal
+	}
+}
+
+// checkCommon validates the fields every simple detector shares.
+func checkCommon(errs *configutil.Errors, threshold float64, warmUp int, band float64) {
+	if !(threshold > 0 && threshold <= 1) {
+		errs.Addf("threshold", "must be in (0, 1], got %v", threshold)
+	}
+	if warmUp < 1 {
+		errs.Addf("warm_up", "must be at least 1 sample, got %d", warmUp)
+	}
+	if !(band > 0) || math.IsInf(band, 0) {
+		errs.Addf("band", "must be a positive number of standard deviations, got %v", band)
+	}
+}
