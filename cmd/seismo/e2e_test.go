@@ -7,10 +7,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,18 +20,41 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// buildSeismo builds the binary into a temporary directory, with a version
+// testBinary is built once per test run by buildSeismo and removed by
+// TestMain.
+var (
+	testBinaryDir string
+	testBinary    = sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", "seismo-e2e-")
+		if err != nil {
+			return "", err
+		}
+		testBinaryDir = dir
+		bin := filepath.Join(dir, "seismo")
+		cmd := exec.Command("go", "build", "-ldflags", "-X main.version=v0.0.0-e2e -X main.revision=e2e", "-o", bin, ".")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build: %w\n%s", err, out)
+		}
+		return bin, nil
+	})
+)
+
+// buildSeismo returns the path of the seismo binary, built with a version
 // set the way "make build" does.
 func buildSeismo(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "seismo")
-	cmd := exec.Command("go", "build", "-ldflags", "-X main.version=v0.0.0-e2e -X main.revision=e2e", "-o", bin, ".")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	bin, err := testBinary()
+	require.NoError(t, err)
 	return bin
+}
+
+func removeTestBinary() {
+	if testBinaryDir != "" {
+		os.RemoveAll(testBinaryDir)
+	}
 }
 
 // proc is a running "seismo run" child process.

@@ -157,10 +157,26 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 		}
 		return nil, nil
 	}})
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return fmt.Errorf("data_dir: %w", err)
+	if err := checkDataDir(cfg.DataDir); err != nil {
+		return err
 	}
 	return nil
+}
+
+// checkDataDir creates the data directory if needed and makes sure it is
+// writable, so that a wrong data_dir fails at start-up and not at the first
+// alert.
+func checkDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".write-test-*")
+	if err != nil {
+		return fmt.Errorf("data_dir %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
 }
 
 func configName(cfg *config.Config) string {

@@ -71,3 +71,22 @@ func TestDrain(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func TestCheckDataDir(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, checkDataDir(dir+"/a/b"), "creates missing directories")
+	require.DirExists(t, dir+"/a/b")
+	entries, err := os.ReadDir(dir + "/a/b")
+	require.NoError(t, err)
+	require.Empty(t, entries, "the write probe is removed")
+
+	file := dir + "/file"
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	require.ErrorContains(t, checkDataDir(file), "data_dir")
+
+	if os.Geteuid() != 0 { // root writes anywhere
+		ro := dir + "/ro"
+		require.NoError(t, os.Mkdir(ro, 0o500))
+		require.ErrorContains(t, checkDataDir(ro), "is not writable")
+	}
+}
