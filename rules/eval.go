@@ -99,6 +99,7 @@ type evalEnv struct {
 	externalURL  *url.URL
 	record       func(ctx context.Context, ts time.Time, v promql.Vector) error
 	onTransition func(Transition)
+	onObserve    func(r *Rule, l labels.Labels, p TracePoint)
 	metrics      *groupMetrics
 }
 
@@ -228,6 +229,9 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 			} else {
 				ss.run = 0
 			}
+			if obs := rs.group.env.onObserve; obs != nil {
+				obs(r, s.Metric, TracePoint{T: ts, Value: s.F, Expected: v.Expected, Lower: v.Lower, Upper: v.Upper, HasBand: v.State != detect.StateWarmingUp})
+			}
 			o.series = key
 			o.verdict = v
 			o.cond.active = v.State == detect.StateAnomalous
@@ -237,6 +241,9 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 			}
 		} else {
 			o.cond.active = true
+			if obs := rs.group.env.onObserve; obs != nil {
+				obs(r, s.Metric, TracePoint{T: ts, Value: s.F})
+			}
 		}
 		obsv = append(obsv, o)
 	}
@@ -282,6 +289,10 @@ func (rs *ruleState) evalComposite(ctx context.Context, ts time.Time) ([]*model.
 	rs.composite.lastSeen, rs.composite.last = ts, res.Verdict
 	if !math.IsNaN(first) {
 		rs.composite.push(first)
+		if obs := rs.group.env.onObserve; obs != nil {
+			v := res.Verdict
+			obs(r, labels.FromStrings("signal", r.Detector.Signals[0].Name), TracePoint{T: ts, Value: first, Expected: v.Expected, Lower: v.Lower, Upper: v.Upper, HasBand: v.State != detect.StateWarmingUp && v.Upper > v.Lower})
+		}
 	}
 	o := obs{
 		lset:    labels.EmptyLabels(),

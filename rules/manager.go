@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 
 	"github.com/seismo-agent/seismo/datasource"
@@ -78,6 +79,9 @@ type Manager struct {
 	started chan struct{}
 	startOK sync.Once
 	closed  bool
+
+	// onObserve, set by Replay, sees every evaluated value.
+	onObserve func(r *Rule, l labels.Labels, p TracePoint)
 }
 
 // NewManager builds a manager with no rules; call ApplyConfig to load them
@@ -175,13 +179,13 @@ func (m *Manager) load(cfg Config) ([]*Group, error) {
 	if cfg.Builtin.Enabled {
 		gs, err := cfg.Builtin.Groups(popts)
 		if err != nil {
-			errs = append(errs, asErrors(err)...)
+			errs = append(errs, asErrors(err, BuiltinFile)...)
 		}
 		groups = append(groups, gs...)
 	}
 	gs, err := ParseFiles(popts, cfg.expandFiles()...)
 	if err != nil {
-		errs = append(errs, asErrors(err)...)
+		errs = append(errs, asErrors(err, "")...)
 	}
 	groups = append(groups, gs...)
 	if len(errs) > 0 {
@@ -190,12 +194,12 @@ func (m *Manager) load(cfg Config) ([]*Group, error) {
 	return groups, nil
 }
 
-func asErrors(err error) Errors {
+func asErrors(err error, file string) Errors {
 	var es Errors
 	if errors.As(err, &es) {
 		return es
 	}
-	return Errors{{Msg: err.Error()}}
+	return Errors{{File: file, Msg: err.Error()}}
 }
 
 func (m *Manager) sourceFor(g *Group) datasource.Source {
@@ -253,6 +257,7 @@ func (m *Manager) newEnv(cfg Config, g *Group) *evalEnv {
 		externalURL:  m.ext,
 		record:       m.opts.Record,
 		onTransition: m.opts.OnTransition,
+		onObserve:    m.onObserve,
 		metrics:      m.mets.group(g),
 	}
 }

@@ -1,0 +1,65 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/storage"
+)
+
+// engineSource answers PromQL with Prometheus' engine over a Queryable; the
+// replay and unit-test commands use it over a store they fill themselves.
+type engineSource struct {
+	eng *promql.Engine
+	q   storage.Queryable
+}
+
+func newEngineSource(q storage.Queryable) *engineSource {
+	return &engineSource{
+		q: q,
+		eng: promql.NewEngine(promql.EngineOpts{
+			MaxSamples:           50_000_000,
+			Timeout:              time.Minute,
+			LookbackDelta:        5 * time.Minute,
+			EnableAtModifier:     true,
+			EnableNegativeOffset: true,
+			Parser:               promqlParser,
+		}),
+	}
+}
+
+func (s *engineSource) Name() string { return "local" }
+
+func (s *engineSource) Instant(ctx context.Context, q string, ts time.Time) (promql.Vector, error) {
+	qry, err := s.eng.NewInstantQuery(ctx, s.q, nil, q, ts)
+	if err != nil {
+		return nil, err
+	}
+	defer qry.Close()
+	res := qry.Exec(ctx)
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	switch v := res.Value.(type) {
+	case promql.Vector:
+		return v, nil
+	case promql.Scalar:
+		return promql.Vector{{T: v.T, F: v.V}}, nil
+	}
+	return nil, errors.New("expression must return a vector or a scalar, got " + string(res.Value.Type()))
+}
+
+func (s *engineSource) Range(ctx context.Context, q string, start, end time.Time, step time.Duration) (promql.Matrix, error) {
+	qry, err := s.eng.NewRangeQuery(ctx, s.q, nil, q, start, end, step)
+	if err != nil {
+		return nil, err
+	}
+	defer qry.Close()
+	res := qry.Exec(ctx)
+	if res.Err != nil {
+		return nil, res.Err
+	}
+	return res.Matrix()
+}
