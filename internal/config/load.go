@@ -115,7 +115,7 @@ func Load(opts LoadOptions) (*Config, error) {
 		return nil, fmt.Errorf("flags: %w", err)
 	}
 
-	if err := decode(k, &cfg); err != nil {
+	if err := decode(k.Raw(), &cfg); err != nil {
 		errs.addDecodeErrors(err, origins)
 	}
 
@@ -133,20 +133,43 @@ func Load(opts LoadOptions) (*Config, error) {
 	return &cfg, nil
 }
 
-// decode unmarshals k into cfg strictly: unknown keys are errors and a
-// duration must carry its unit.
-func decode(k *koanf.Koanf, cfg *Config) error {
-	return k.UnmarshalWithConf("", cfg, koanf.UnmarshalConf{
-		Tag: "koanf",
-		DecoderConfig: &mapstructure.DecoderConfig{
-			DecodeHook: mapstructure.ComposeDecodeHookFunc(
-				durationHook,
-				mapstructure.TextUnmarshallerHookFunc(),
-			),
-			ErrorUnused: true,
-			TagName:     "koanf",
-		},
+// decode unmarshals the merged layers into out, which holds the defaults,
+// strictly: unknown keys are errors and a duration must carry its unit.
+//
+// What a key that is set does to its default:
+//   - a scalar replaces it;
+//   - a mapping merges key by key into a struct (unset keys keep defaults);
+//   - a list or a map (e.g. labels) replaces the default list or map whole;
+//   - an empty value (`key:` or `key: null`) counts as not set.
+func decode(data map[string]any, out any) error {
+	d, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+		DecodeHook: mapstructure.ComposeDecodeHookFunc(
+			durationHook,
+			mapstructure.TextUnmarshallerHookFunc(),
+		),
+		ErrorUnused: true,
+		ZeroFields:  true, // lists and maps replace, not merge with, defaults
+		TagName:     "koanf",
+		Result:      out,
 	})
+	if err != nil {
+		return err
+	}
+	return d.Decode(pruneNulls(data))
+}
+
+// pruneNulls removes nil values from nested maps, so that an empty key in
+// YAML leaves the default alone instead of zeroing it.
+func pruneNulls(m map[string]any) map[string]any {
+	for k, v := range m {
+		switch x := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			m[k] = pruneNulls(x)
+		}
+	}
+	return m
 }
 
 // durationHook parses "15s" into a time.Duration and rejects bare numbers,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
 )
@@ -318,5 +319,62 @@ func TestEditDistance(t *testing.T) {
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, editDistance(tt.a, tt.b), "%q %q", tt.a, tt.b)
+	}
+}
+
+func TestDecodeMergesStructsAndReplacesListsAndMaps(t *testing.T) {
+	type item struct {
+		A int `koanf:"a"`
+		B int `koanf:"b"`
+	}
+	type section struct {
+		X      int               `koanf:"x"`
+		Y      int               `koanf:"y"`
+		Items  []item            `koanf:"items"`
+		Labels map[string]string `koanf:"labels"`
+	}
+	type root struct {
+		S section `koanf:"s"`
+		T section `koanf:"t"`
+	}
+	defaults := func() root {
+		s := section{X: 1, Y: 2, Items: []item{{A: 1, B: 2}, {A: 3, B: 4}}, Labels: map[string]string{"team": "core"}}
+		return root{S: s, T: s}
+	}
+	tests := []struct {
+		name string
+		yaml string
+		want func(r *root)
+	}{
+		{
+			name: "struct keys merge",
+			yaml: "s: {x: 10}",
+			want: func(r *root) { r.S.X = 10 },
+		},
+		{
+			name: "list replaces the default list, elements start from zero",
+			yaml: "s: {items: [{a: 9}]}",
+			want: func(r *root) { r.S.Items = []item{{A: 9}} },
+		},
+		{
+			name: "map replaces the default map",
+			yaml: "s: {labels: {env: prod}}",
+			want: func(r *root) { r.S.Labels = map[string]string{"env": "prod"} },
+		},
+		{
+			name: "empty key keeps defaults",
+			yaml: "s:\nt: {y: null}",
+			want: func(*root) {},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var data map[string]any
+			require.NoError(t, yaml.Unmarshal([]byte(tt.yaml), &data))
+			got, want := defaults(), defaults()
+			tt.want(&want)
+			require.NoError(t, decode(data, &got))
+			require.Equal(t, want, got)
+		})
 	}
 }
