@@ -52,9 +52,9 @@ func TestShapeConfigValidate(t *testing.T) {
 		name, kind, yaml string
 		wantErrs         []string // substrings; empty means valid
 	}{
-		{"decoupling ok", "decoupling", "{threshold: 5, baseline: 1h, capacity: 4}", nil},
-		{"decoupling bad", "decoupling", "{threshold: 0, min_ratio: 0.5, resource_ratio: 1, capacity_share: 2, confirm: 0, warmup: 1, baseline: 10ms}",
-			[]string{"threshold: must be positive", "min_ratio:", "resource_ratio:", "capacity_share:", "confirm:", "warmup:", "baseline:"}},
+		{"decoupling ok", "decoupling", "{sigmas: 5, baseline: 1h, capacity: 4}", nil},
+		{"decoupling bad", "decoupling", "{sigmas: 0, min_ratio: 0.5, resource_ratio: 1, capacity_share: 2, confirm: 0, warm_up: 1, baseline: 10ms}",
+			[]string{"sigmas: must be a positive number of standard deviations", "min_ratio:", "resource_ratio:", "capacity_share:", "confirm:", "warm_up:", "baseline:"}},
 		{"storm ok", "storm", "{key_label: tenant, resolve_after: 10m}", nil},
 		{"storm bad", "storm", "{key_label: '', breadth: 0, client_share: 1.5, min_share: -1, concentrated_clients: -1, relearn_after: 0s}",
 			[]string{"key_label:", "breadth:", "client_share:", "min_share:", "concentrated_clients:", "relearn_after:"}},
@@ -145,39 +145,37 @@ func TestShapeBadInputs(t *testing.T) {
 }
 
 func TestShapeSnapshotRejectsForeign(t *testing.T) {
-	newDet := func(kind string) Composite {
+	newDet := func(kind, config string) Composite {
 		k, _ := Lookup(kind)
-		d, err := k.NewConfig().(CompositeConfig).New()
+		cfg := k.NewConfig()
+		require.NoError(t, yaml.Unmarshal([]byte(config), cfg))
+		d, err := cfg.(CompositeConfig).New()
 		require.NoError(t, err)
 		return d
 	}
-	storm := newDet("storm")
+	storm := newDet("storm", "{}")
 	storm.Observe(0, Inputs{"requests": {{Key: "a", Value: 1}}})
 	snap, err := storm.MarshalBinary()
 	require.NoError(t, err)
 
 	tests := []struct {
-		name, kind string
-		data       []byte
+		name, kind, config string
+		data               []byte
 	}{
-		{"other kind", "surge", snap},
-		{"empty", "storm", nil},
-		{"bad magic", "storm", append([]byte("XYZ"), snap[3:]...)},
-		{"truncated", "storm", snap[:len(snap)-5]},
-		{"trailing", "storm", append(append([]byte{}, snap...), 0)},
-		{"future version", "storm", func() []byte {
-			b := append([]byte{}, snap...)
-			b[3+1+len("storm")] = 99
-			return b
-		}()},
+		{"other kind", "surge", "{}", snap},
+		{"other config", "storm", "{breadth: 0.7}", snap},
+		{"empty", "storm", "{}", nil},
+		{"truncated", "storm", "{}", snap[:len(snap)-5]},
+		{"trailing", "storm", "{}", append(append([]byte{}, snap...), 0)},
+		{"future version", "storm", "{}", append([]byte{99}, snap[1:]...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDet(tt.kind)
-			require.ErrorIs(t, d.UnmarshalBinary(tt.data), errShapeSnapshot)
+			d := newDet(tt.kind, tt.config)
+			require.ErrorIs(t, d.UnmarshalBinary(tt.data), ErrSnapshot)
 		})
 	}
-	require.NoError(t, newDet("storm").UnmarshalBinary(snap))
+	require.NoError(t, newDet("storm", "{}").UnmarshalBinary(snap))
 }
 
 func TestShapeBinomZ(t *testing.T) {

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"math"
 	"time"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
@@ -27,11 +28,11 @@ type DecouplingConfig struct {
 	// Baseline is the time constant of the symptom, resource and traffic
 	// baselines.
 	Baseline time.Duration `yaml:"baseline"`
-	// Warmup is the number of samples before the detector judges.
-	Warmup int `yaml:"warmup"`
-	// Threshold is the symptom z-score (standard deviations above its
+	// WarmUp is the number of samples before the detector judges.
+	WarmUp int `yaml:"warm_up"`
+	// Sigmas is the symptom z-score (standard deviations above its
 	// baseline) needed to call the symptom up.
-	Threshold float64 `yaml:"threshold"`
+	Sigmas float64 `yaml:"sigmas"`
 	// MinRatio is the symptom's minimum rise as a multiple of its baseline,
 	// so a very steady series does not fire on a tiny absolute change.
 	MinRatio float64 `yaml:"min_ratio"`
@@ -62,8 +63,8 @@ type DecouplingConfig struct {
 func shapeDecouplingDefaults() DecouplingConfig {
 	return DecouplingConfig{
 		Baseline:      30 * time.Minute,
-		Warmup:        30,
-		Threshold:     4,
+		WarmUp:        30,
+		Sigmas:        4,
 		MinRatio:      1.5,
 		ResourceRatio: 1.25,
 		CapacityShare: 0.8,
@@ -80,7 +81,7 @@ func shapeDecouplingDefaults() DecouplingConfig {
 // Validate reports every problem, named by YAML key.
 func (c *DecouplingConfig) Validate() error {
 	var errs configutil.Errors
-	shapeCheckCommon(&errs, c.Baseline, c.Warmup, c.Threshold, c.Confirm, c.ResolveAfter, c.RelearnAfter)
+	shapeCheckCommon(&errs, c.Baseline, c.WarmUp, c.Sigmas, c.Confirm, c.ResolveAfter, c.RelearnAfter)
 	if !(c.MinRatio >= 1) {
 		errs.Addf("min_ratio", "must be at least 1, got %v", c.MinRatio)
 	}
@@ -97,15 +98,15 @@ func (c *DecouplingConfig) Validate() error {
 }
 
 // shapeCheckCommon validates the keys every shape detector shares.
-func shapeCheckCommon(errs *configutil.Errors, baseline time.Duration, warmup int, threshold float64, confirm int, resolve, relearn time.Duration) {
+func shapeCheckCommon(errs *configutil.Errors, baseline time.Duration, warmup int, sigmas float64, confirm int, resolve, relearn time.Duration) {
 	if baseline < time.Second {
 		errs.Addf("baseline", "must be at least 1s, got %v", baseline)
 	}
 	if warmup < 2 {
-		errs.Addf("warmup", "must be at least 2 samples, got %d", warmup)
+		errs.Addf("warm_up", "must be at least 2 samples, got %d", warmup)
 	}
-	if !(threshold > 0) {
-		errs.Addf("threshold", "must be positive, got %v", threshold)
+	if !(sigmas > 0) || math.IsInf(sigmas, 0) {
+		errs.Addf("sigmas", "must be a positive number of standard deviations, got %v", sigmas)
 	}
 	if confirm < 1 {
 		errs.Addf("confirm", "must be at least 1 sample, got %d", confirm)
@@ -154,7 +155,7 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 	sym, okS := shapeScalar(in["symptom"])
 	res, okR := shapeScalar(in["resource"])
 	tr, okT := shapeScalar(in["traffic"])
-	warm := d.sym.n >= int64(c.Warmup) && d.res.n >= int64(c.Warmup)
+	warm := d.sym.n >= int64(c.WarmUp) && d.res.n >= int64(c.WarmUp)
 	if !okS || !okR {
 		d.last = shapeCarry(&d.last, &d.carried, warm)
 		return d.last
@@ -166,21 +167,21 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 	rR := d.res.ratio(res)
 	resMoved := rR >= c.ResourceRatio || (c.Capacity > 0 && res >= c.CapacityShare*c.Capacity)
 	rT := 1.0
-	if okT && d.tr.n >= int64(c.Warmup) {
+	if okT && d.tr.n >= int64(c.WarmUp) {
 		rT = d.tr.ratio(tr)
 	}
 	explained := rT >= c.ResourceRatio && rS < rT*c.MinRatio
-	cond := warm && zS >= c.Threshold && rS >= c.MinRatio && !resMoved && !explained
+	cond := warm && zS >= c.Sigmas && rS >= c.MinRatio && !resMoved && !explained
 
 	r := Result{Verdict: Verdict{
 		Expected:  d.sym.mean,
-		Lower:     d.sym.mean - c.Threshold*d.sym.sd(shapeFloorRel, shapeFloorAbs),
-		Upper:     d.sym.mean + c.Threshold*d.sym.sd(shapeFloorRel, shapeFloorAbs),
+		Lower:     d.sym.mean - c.Sigmas*d.sym.sd(shapeFloorRel, shapeFloorAbs),
+		Upper:     d.sym.mean + c.Sigmas*d.sym.sd(shapeFloorRel, shapeFloorAbs),
 		State:     StateNormal,
 		Direction: DirNone,
 	}}
 	if !resMoved && !explained {
-		r.Score = shapeScore(zS, c.Threshold)
+		r.Score = shapeScore(zS)
 	}
 	if zS > 0 {
 		r.Direction = DirUp
@@ -195,10 +196,10 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 		r.Explanation = d.explain(ts, sym, res, tr, okT, rS, rT, r.Score, cond)
 	}
 	if d.learning(ts, c.RelearnAfter) {
-		d.sym.update(ts, sym, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
-		d.res.update(ts, res, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+		d.sym.update(ts, sym, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
+		d.res.update(ts, res, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 		if okT {
-			d.tr.update(ts, tr, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+			d.tr.update(ts, tr, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 		}
 	}
 	d.last = r
@@ -214,8 +215,8 @@ func (d *Decoupling) explain(ts int64, sym, res, tr float64, okT bool, rS, rT, s
 		Score:     score,
 		Direction: "up",
 		Signals: []model.Signal{
-			shapeSignal("symptom", c.SymptomUnit, sym, &d.sym, c.Threshold, shapeFloorRel, shapeFloorAbs),
-			shapeSignal("resource", c.ResourceUnit, res, &d.res, c.Threshold, shapeFloorRel, shapeFloorAbs),
+			shapeSignal("symptom", c.SymptomUnit, sym, &d.sym, c.Sigmas, shapeFloorRel, shapeFloorAbs),
+			shapeSignal("resource", c.ResourceUnit, res, &d.res, c.Sigmas, shapeFloorRel, shapeFloorAbs),
 		},
 		Cause: "requests are waiting on a limit (workers, threads, connection pool), not on " + c.ResourceName,
 	}
@@ -224,7 +225,7 @@ func (d *Decoupling) explain(ts int64, sym, res, tr float64, okT bool, rS, rT, s
 		", " + shapeNum(rS) + "×) while " + c.ResourceName + " " + shapeVal(res, c.ResourceUnit) +
 		" (normal " + shapeVal(d.res.mean, c.ResourceUnit) + ")"
 	if okT && d.tr.n > 0 {
-		x.Signals = append(x.Signals, shapeSignal("traffic", "req/s", tr, &d.tr, c.Threshold, shapeFloorRel, shapeFloorAbs))
+		x.Signals = append(x.Signals, shapeSignal("traffic", "req/s", tr, &d.tr, c.Sigmas, shapeFloorRel, shapeFloorAbs))
 		s += " and traffic " + shapeNum(rT) + "× normal"
 	}
 	if !cond {
@@ -237,34 +238,48 @@ func (d *Decoupling) explain(ts int64, sym, res, tr float64, okT bool, rS, rT, s
 	return x
 }
 
-// MarshalBinary snapshots the detector state.
-func (d *Decoupling) MarshalBinary() ([]byte, error) {
-	e := newShapeEnc("decoupling")
-	d.sym.encode(e)
-	d.res.encode(e)
-	d.tr.encode(e)
-	d.shapeLatch.encode(e)
-	e.i64(int64(d.carried))
-	if err := e.result(&d.last); err != nil {
-		return nil, err
+func (c *DecouplingConfig) fields() []configField {
+	return []configField{
+		{"baseline", shapeMs(c.Baseline)}, {"warm_up", float64(c.WarmUp)}, {"sigmas", c.Sigmas},
+		{"min_ratio", c.MinRatio}, {"resource_ratio", c.ResourceRatio}, {"capacity", c.Capacity},
+		{"capacity_share", c.CapacityShare}, {"confirm", float64(c.Confirm)},
+		{"resolve_after", shapeMs(c.ResolveAfter)}, {"relearn_after", shapeMs(c.RelearnAfter)},
 	}
-	return e.b, nil
 }
 
-// UnmarshalBinary restores a snapshot made by MarshalBinary.
+// MarshalBinary snapshots the detector state.
+func (d *Decoupling) MarshalBinary() ([]byte, error) {
+	w := newEncoder("decoupling", 256)
+	encodeConfig(w, d.cfg.fields())
+	d.sym.encode(w)
+	d.res.encode(w)
+	d.tr.encode(w)
+	d.shapeLatch.encode(w)
+	w.i64(int64(d.carried))
+	if err := shapePutResult(w, &d.last); err != nil {
+		return nil, err
+	}
+	return w.b, nil
+}
+
+// UnmarshalBinary restores a snapshot made by MarshalBinary with the same
+// config; it wraps ErrSnapshot otherwise.
 func (d *Decoupling) UnmarshalBinary(b []byte) error {
-	dec := newShapeDec(b, "decoupling")
-	var n Decoupling
-	n.sym.decode(dec)
-	n.res.decode(dec)
-	n.tr.decode(dec)
-	n.shapeLatch.decode(dec)
-	n.carried = int(dec.i64())
-	dec.result(&n.last)
-	if err := dec.done(); err != nil {
+	r, err := newDecoder("decoupling", b)
+	if err != nil {
 		return err
 	}
-	n.cfg = d.cfg
+	checkConfig(r, d.cfg.fields())
+	n := Decoupling{cfg: d.cfg}
+	n.sym.decode(r)
+	n.res.decode(r)
+	n.tr.decode(r)
+	n.shapeLatch.decode(r)
+	n.carried = int(r.i64())
+	n.last = shapeGetResult(r)
+	if err := r.finish(); err != nil {
+		return err
+	}
 	*d = n
 	return nil
 }

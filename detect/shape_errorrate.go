@@ -33,11 +33,11 @@ type ErrorRateConfig struct {
 	RateWindow time.Duration `yaml:"rate_window"`
 	// Baseline is the time constant of the learned error share.
 	Baseline time.Duration `yaml:"baseline"`
-	// Warmup is the number of samples before the detector judges.
-	Warmup int `yaml:"warmup"`
-	// Threshold is the surprise, as a normal deviate, needed to fire:
+	// WarmUp is the number of samples before the detector judges.
+	WarmUp int `yaml:"warm_up"`
+	// Sigmas is the surprise, as a normal deviate, needed to fire:
 	// sqrt(2·n·KL(observed‖expected)/Dispersion).
-	Threshold float64 `yaml:"threshold"`
+	Sigmas float64 `yaml:"sigmas"`
 	// Dispersion divides the binomial surprise, because real errors come
 	// in bursts (overdispersion); 1 is a pure binomial.
 	Dispersion float64 `yaml:"dispersion"`
@@ -64,8 +64,8 @@ func shapeErrorRateDefaults() ErrorRateConfig {
 		Input:        "rate",
 		RateWindow:   time.Minute,
 		Baseline:     time.Hour,
-		Warmup:       30,
-		Threshold:    4,
+		WarmUp:       30,
+		Sigmas:       4,
 		Dispersion:   2,
 		MinErrors:    5,
 		MinShare:     0.01,
@@ -80,7 +80,7 @@ func shapeErrorRateDefaults() ErrorRateConfig {
 // Validate reports every problem, named by YAML key.
 func (c *ErrorRateConfig) Validate() error {
 	var errs configutil.Errors
-	shapeCheckCommon(&errs, c.Baseline, c.Warmup, c.Threshold, c.Confirm, c.ResolveAfter, c.RelearnAfter)
+	shapeCheckCommon(&errs, c.Baseline, c.WarmUp, c.Sigmas, c.Confirm, c.ResolveAfter, c.RelearnAfter)
 	if c.Input != "rate" && c.Input != "count" {
 		errs.Addf("input", `must be "rate" or "count", got %q`, c.Input)
 	}
@@ -160,7 +160,7 @@ func (e *ErrorRate) p0() float64 {
 // Observe judges one evaluation instant.
 func (e *ErrorRate) Observe(ts int64, in Inputs) Result {
 	c := &e.cfg
-	warm := e.n >= int64(c.Warmup)
+	warm := e.n >= int64(c.WarmUp)
 	ev, okE := shapeScalar(in["errors"])
 	rv, okR := shapeScalar(in["requests"])
 	if !okR || rv < 0 {
@@ -185,10 +185,10 @@ func (e *ErrorRate) Observe(ts int64, in Inputs) Result {
 		share = k / n
 	}
 	z := shapeBinomZ(k, n, p0) / math.Sqrt(c.Dispersion)
-	cond := warm && z >= c.Threshold && k >= c.MinErrors && share >= c.MinShare && share >= c.MinRatio*p0
+	cond := warm && z >= c.Sigmas && k >= c.MinErrors && share >= c.MinShare && share >= c.MinRatio*p0
 
 	r := Result{Verdict: Verdict{
-		Score: shapeScore(z, c.Threshold), Expected: p0, Lower: 0,
+		Score: shapeScore(z), Expected: p0, Lower: 0,
 		Upper: math.Max(c.MinShare, c.MinRatio*p0), State: StateNormal,
 	}}
 	switch {
@@ -214,7 +214,7 @@ func (e *ErrorRate) Observe(ts int64, in Inputs) Result {
 // are clipped so a burst moves the baseline only a little.
 func (e *ErrorRate) learn(ts int64, k, n, p0 float64) {
 	c := &e.cfg
-	if e.n >= int64(c.Warmup) {
+	if e.n >= int64(c.WarmUp) {
 		k = math.Min(k, n*p0*c.MinRatio)
 	}
 	decay := 1.0
@@ -251,36 +251,55 @@ func (e *ErrorRate) explain(ts int64, k, n, share, p0, z float64, r Result, cond
 	}
 }
 
-// MarshalBinary snapshots the detector state.
-func (e *ErrorRate) MarshalBinary() ([]byte, error) {
-	enc := newShapeEnc("error_rate")
-	enc.f64(e.errSum)
-	enc.f64(e.reqSum)
-	enc.i64(e.n)
-	enc.i64(e.lastTS)
-	e.shapeLatch.encode(enc)
-	enc.i64(int64(e.carried))
-	if err := enc.result(&e.last); err != nil {
-		return nil, err
+func (c *ErrorRateConfig) fields() []configField {
+	count := 0.0
+	if c.Input == "count" {
+		count = 1
 	}
-	return enc.b, nil
+	return []configField{
+		{"input", count}, {"rate_window", shapeMs(c.RateWindow)}, {"baseline", shapeMs(c.Baseline)},
+		{"warm_up", float64(c.WarmUp)}, {"sigmas", c.Sigmas}, {"dispersion", c.Dispersion},
+		{"min_errors", c.MinErrors}, {"min_share", c.MinShare}, {"min_ratio", c.MinRatio},
+		{"min_baseline", c.MinBaseline}, {"confirm", float64(c.Confirm)},
+		{"resolve_after", shapeMs(c.ResolveAfter)}, {"relearn_after", shapeMs(c.RelearnAfter)},
+	}
 }
 
-// UnmarshalBinary restores a snapshot made by MarshalBinary.
+// MarshalBinary snapshots the detector state.
+func (e *ErrorRate) MarshalBinary() ([]byte, error) {
+	w := newEncoder("error_rate", 256)
+	encodeConfig(w, e.cfg.fields())
+	w.f64(e.errSum)
+	w.f64(e.reqSum)
+	w.i64(e.n)
+	w.i64(e.lastTS)
+	e.shapeLatch.encode(w)
+	w.i64(int64(e.carried))
+	if err := shapePutResult(w, &e.last); err != nil {
+		return nil, err
+	}
+	return w.b, nil
+}
+
+// UnmarshalBinary restores a snapshot made by MarshalBinary with the same
+// config; it wraps ErrSnapshot otherwise.
 func (e *ErrorRate) UnmarshalBinary(b []byte) error {
-	d := newShapeDec(b, "error_rate")
-	var n ErrorRate
-	n.errSum = d.f64()
-	n.reqSum = d.f64()
-	n.n = d.i64()
-	n.lastTS = d.i64()
-	n.shapeLatch.decode(d)
-	n.carried = int(d.i64())
-	d.result(&n.last)
-	if err := d.done(); err != nil {
+	r, err := newDecoder("error_rate", b)
+	if err != nil {
 		return err
 	}
-	n.cfg = e.cfg
+	checkConfig(r, e.cfg.fields())
+	n := ErrorRate{cfg: e.cfg}
+	n.errSum = r.f64()
+	n.reqSum = r.f64()
+	n.n = r.i64()
+	n.lastTS = r.i64()
+	n.shapeLatch.decode(r)
+	n.carried = int(r.i64())
+	n.last = shapeGetResult(r)
+	if err := r.finish(); err != nil {
+		return err
+	}
 	*e = n
 	return nil
 }

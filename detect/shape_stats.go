@@ -1,9 +1,7 @@
 package detect
 
 import (
-	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -77,32 +75,28 @@ func (b *shapeBaseline) ratio(v float64) float64 {
 	return v / b.mean
 }
 
-func (b *shapeBaseline) encode(e *shapeEnc) {
+func (b *shapeBaseline) encode(e *encoder) {
 	e.i64(b.n)
 	e.f64(b.mean)
 	e.f64(b.vari)
 	e.i64(b.lastTS)
 }
 
-func (b *shapeBaseline) decode(d *shapeDec) {
+func (b *shapeBaseline) decode(d *decoder) {
 	b.n = d.i64()
 	b.mean = d.f64()
 	b.vari = d.f64()
 	b.lastTS = d.i64()
 }
 
-// shapeScore maps a z-like statistic to [0, 1]: 0.5 at the threshold, 0.94
-// at twice the threshold, 0 at or below zero. The same threshold therefore
-// means the same score on every detector.
-func shapeScore(z, threshold float64) float64 {
-	if !(z > 0) || threshold <= 0 {
+// shapeScore maps a z-like statistic (up only) to the package-wide score
+// in [0, 1] (zScore: 0.5 is about 4.4 standard deviations), so scores of the
+// shape detectors compare with those of the univariate ones.
+func shapeScore(z float64) float64 {
+	if !(z > 0) {
 		return 0
 	}
-	if math.IsInf(z, 1) {
-		return 1
-	}
-	r := z / threshold
-	return 1 - math.Pow(0.5, r*r)
+	return zScore(z)
 }
 
 // shapeScalar sums a signal's samples, skipping NaN and ±Inf. ok is false
@@ -139,157 +133,64 @@ func shapeCarry(last *Result, carried *int, warm bool) Result {
 	return r
 }
 
-// Snapshot encoding: "SHP" magic, kind name, version byte, then fixed-width
-// little-endian fields in the detector's own order. Decoding checks the
-// header and that every byte was consumed.
+// Snapshots use the package's encoder and decoder (snapshot.go): version,
+// kind, the numeric config fields (a snapshot from another config is
+// refused), then each detector's state in a fixed order. The helpers below
+// add what the shape detectors need on top: strings and a whole Result.
 
-const shapeSnapshotVersion = 1
-
-type shapeEnc struct{ b []byte }
-
-func newShapeEnc(kind string) *shapeEnc {
-	e := &shapeEnc{b: make([]byte, 0, 256)}
-	e.b = append(e.b, 'S', 'H', 'P')
-	e.str(kind)
-	e.b = append(e.b, shapeSnapshotVersion)
-	return e
+func shapePutStr(w *encoder, s string) {
+	w.u64(uint64(len(s)))
+	w.b = append(w.b, s...)
 }
 
-func (e *shapeEnc) f64(v float64) { e.b = binary.LittleEndian.AppendUint64(e.b, math.Float64bits(v)) }
-func (e *shapeEnc) i64(v int64)   { e.b = binary.LittleEndian.AppendUint64(e.b, uint64(v)) }
-func (e *shapeEnc) u8(v uint8)    { e.b = append(e.b, v) }
-func (e *shapeEnc) bool(v bool) {
-	if v {
-		e.u8(1)
-	} else {
-		e.u8(0)
+func shapeGetStr(r *decoder) string {
+	n := r.u64()
+	if r.err != nil {
+		return ""
 	}
-}
-func (e *shapeEnc) str(s string) {
-	e.b = binary.AppendUvarint(e.b, uint64(len(s)))
-	e.b = append(e.b, s...)
+	if n > uint64(len(r.b)) {
+		r.err = errorf("truncated string")
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
 }
 
-// result stores a verdict with its explanation (as JSON, which model types
-// already define) so a restored detector repeats it while inputs are missing.
-func (e *shapeEnc) result(r *Result) error {
-	e.f64(r.Score)
-	e.f64(r.Expected)
-	e.f64(r.Lower)
-	e.f64(r.Upper)
-	e.u8(uint8(r.Direction))
-	e.u8(uint8(r.State))
-	e.bool(r.Informational)
+// shapePutResult stores a verdict with its explanation (as JSON, which the
+// model types already define) so a restored detector repeats it while
+// inputs are missing.
+func shapePutResult(w *encoder, r *Result) error {
+	encodeVerdict(w, r.Verdict)
+	w.bool(r.Informational)
 	if r.Explanation == nil {
-		e.str("")
+		shapePutStr(w, "")
 		return nil
 	}
 	j, err := json.Marshal(r.Explanation)
 	if err != nil {
 		return fmt.Errorf("encode explanation: %w", err)
 	}
-	e.str(string(j))
+	shapePutStr(w, string(j))
 	return nil
 }
 
-var errShapeSnapshot = errors.New("corrupt or foreign snapshot")
-
-type shapeDec struct {
-	b   []byte
-	err error
-}
-
-func newShapeDec(b []byte, kind string) *shapeDec {
-	d := &shapeDec{b: b}
-	if len(b) < 3 || string(b[:3]) != "SHP" {
-		d.err = fmt.Errorf("%s: %w: bad magic", kind, errShapeSnapshot)
-		return d
-	}
-	d.b = d.b[3:]
-	if k := d.str(); d.err == nil && k != kind {
-		d.err = fmt.Errorf("%s: %w: snapshot is of kind %q", kind, errShapeSnapshot, k)
-	}
-	if v := d.u8(); d.err == nil && v != shapeSnapshotVersion {
-		d.err = fmt.Errorf("%s: %w: unsupported version %d", kind, errShapeSnapshot, v)
-	}
-	return d
-}
-
-func (d *shapeDec) take(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if len(d.b) < n {
-		d.err = fmt.Errorf("%w: truncated", errShapeSnapshot)
-		return nil
-	}
-	p := d.b[:n]
-	d.b = d.b[n:]
-	return p
-}
-
-func (d *shapeDec) f64() float64 {
-	if p := d.take(8); p != nil {
-		return math.Float64frombits(binary.LittleEndian.Uint64(p))
-	}
-	return 0
-}
-
-func (d *shapeDec) i64() int64 {
-	if p := d.take(8); p != nil {
-		return int64(binary.LittleEndian.Uint64(p))
-	}
-	return 0
-}
-
-func (d *shapeDec) u8() uint8 {
-	if p := d.take(1); p != nil {
-		return p[0]
-	}
-	return 0
-}
-
-func (d *shapeDec) bool() bool { return d.u8() == 1 }
-
-func (d *shapeDec) str() string {
-	if d.err != nil {
-		return ""
-	}
-	n, k := binary.Uvarint(d.b)
-	if k <= 0 || n > uint64(len(d.b)-k) {
-		d.err = fmt.Errorf("%w: bad string length", errShapeSnapshot)
-		return ""
-	}
-	d.b = d.b[k:]
-	return string(d.take(int(n)))
-}
-
-func (d *shapeDec) result(r *Result) {
-	r.Score = d.f64()
-	r.Expected = d.f64()
-	r.Lower = d.f64()
-	r.Upper = d.f64()
-	r.Direction = Direction(int8(d.u8()))
-	r.State = State(d.u8())
-	r.Informational = d.bool()
-	r.Explanation = nil
-	if j := d.str(); j != "" && d.err == nil {
+func shapeGetResult(r *decoder) Result {
+	res := Result{Verdict: decodeVerdict(r)}
+	res.Informational = r.bool()
+	if j := shapeGetStr(r); j != "" && r.err == nil {
 		var x model.Explanation
 		if err := json.Unmarshal([]byte(j), &x); err != nil {
-			d.err = fmt.Errorf("%w: explanation: %v", errShapeSnapshot, err)
-			return
+			r.err = errorf("explanation: %v", err)
+			return res
 		}
-		r.Explanation = &x
+		res.Explanation = &x
 	}
+	return res
 }
 
-// done reports the first decoding error, or trailing bytes.
-func (d *shapeDec) done() error {
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%w: %d trailing bytes", errShapeSnapshot, len(d.b))
-	}
-	return d.err
-}
+// shapeMs turns a duration into a config field value.
+func shapeMs(d time.Duration) float64 { return float64(d.Milliseconds()) }
 
 // shapeLatch turns a per-sample condition into a verdict with confirmation
 // (Confirm consecutive samples to fire) and hysteresis (the condition must
@@ -340,7 +241,7 @@ func (l *shapeLatch) learning(ts int64, relearn time.Duration) bool {
 	return ts-l.since >= relearn.Milliseconds()
 }
 
-func (l *shapeLatch) encode(e *shapeEnc) {
+func (l *shapeLatch) encode(e *encoder) {
 	e.i64(l.streak)
 	e.i64(l.first)
 	e.bool(l.firing)
@@ -349,7 +250,7 @@ func (l *shapeLatch) encode(e *shapeEnc) {
 	e.i64(l.clearAt)
 }
 
-func (l *shapeLatch) decode(d *shapeDec) {
+func (l *shapeLatch) decode(d *decoder) {
 	l.streak = d.i64()
 	l.first = d.i64()
 	l.firing = d.bool()

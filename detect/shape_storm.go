@@ -31,11 +31,11 @@ type StormConfig struct {
 	KeyLabel string `yaml:"key_label"`
 	// Baseline is the time constant of the limited-share baseline.
 	Baseline time.Duration `yaml:"baseline"`
-	// Warmup is the number of samples before the detector judges.
-	Warmup int `yaml:"warmup"`
-	// Threshold is the z-score of the overall limited share over its
+	// WarmUp is the number of samples before the detector judges.
+	WarmUp int `yaml:"warm_up"`
+	// Sigmas is the z-score of the overall limited share over its
 	// baseline needed to call a jump.
-	Threshold float64 `yaml:"threshold"`
+	Sigmas float64 `yaml:"sigmas"`
 	// MinShare is the minimum absolute rise of the overall limited share
 	// (0.1 = ten percentage points) for a jump.
 	MinShare float64 `yaml:"min_share"`
@@ -65,8 +65,8 @@ func shapeStormDefaults() StormConfig {
 	return StormConfig{
 		KeyLabel:            "client",
 		Baseline:            30 * time.Minute,
-		Warmup:              30,
-		Threshold:           4,
+		WarmUp:              30,
+		Sigmas:              4,
 		MinShare:            0.1,
 		ClientShare:         0.2,
 		Breadth:             0.5,
@@ -80,7 +80,7 @@ func shapeStormDefaults() StormConfig {
 // Validate reports every problem, named by YAML key.
 func (c *StormConfig) Validate() error {
 	var errs configutil.Errors
-	shapeCheckCommon(&errs, c.Baseline, c.Warmup, c.Threshold, c.Confirm, c.ResolveAfter, c.RelearnAfter)
+	shapeCheckCommon(&errs, c.Baseline, c.WarmUp, c.Sigmas, c.Confirm, c.ResolveAfter, c.RelearnAfter)
 	if c.KeyLabel == "" {
 		errs.Addf("key_label", "must name the client label, e.g. client")
 	}
@@ -213,7 +213,7 @@ func (s *Storm) stats(reqs, lim []Sample) shapeStormStats {
 // Observe judges one evaluation instant.
 func (s *Storm) Observe(ts int64, in Inputs) Result {
 	c := &s.cfg
-	warm := s.share.n >= int64(c.Warmup)
+	warm := s.share.n >= int64(c.WarmUp)
 	st := s.stats(in["requests"], in["limited"])
 	if st.req <= 0 {
 		// No traffic: nothing to judge. An absent limited signal is no
@@ -226,7 +226,7 @@ func (s *Storm) Observe(ts int64, in Inputs) Result {
 	share := st.lim / st.req
 	sd := s.share.sd(0, shapeShareFloor)
 	z := (share - s.share.mean) / sd
-	cond := warm && z >= c.Threshold && share-s.share.mean >= c.MinShare
+	cond := warm && z >= c.Sigmas && share-s.share.mean >= c.MinShare
 	if cond {
 		concentrated := st.affected <= c.ConcentratedClients && st.active > c.ConcentratedClients
 		s.broad = !concentrated && float64(st.affected) >= c.Breadth*float64(st.active)
@@ -234,8 +234,8 @@ func (s *Storm) Observe(ts int64, in Inputs) Result {
 	}
 
 	r := Result{Verdict: Verdict{
-		Score: shapeScore(z, c.Threshold), Expected: s.share.mean,
-		Lower: math.Max(0, s.share.mean-c.Threshold*sd), Upper: s.share.mean + c.Threshold*sd,
+		Score: shapeScore(z), Expected: s.share.mean,
+		Lower: math.Max(0, s.share.mean-c.Sigmas*sd), Upper: s.share.mean + c.Sigmas*sd,
 		State: StateNormal,
 	}}
 	switch {
@@ -259,8 +259,8 @@ func (s *Storm) Observe(ts int64, in Inputs) Result {
 	}
 	s.wasCond = cond
 	if s.learning(ts, c.RelearnAfter) {
-		s.share.update(ts, share, c.Baseline, c.Threshold, 0, shapeShareFloor, c.Warmup)
-		s.reqs.update(ts, st.req, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+		s.share.update(ts, share, c.Baseline, c.Sigmas, 0, shapeShareFloor, c.WarmUp)
+		s.reqs.update(ts, st.req, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 	}
 	s.last = r
 	return r
@@ -289,8 +289,8 @@ func (s *Storm) explain(ts int64, now *shapeStormStats, score float64) *model.Ex
 		Detector: "storm", Score: score, Direction: "up", Breadth: b,
 		Signals: []model.Signal{
 			{Name: "limited_share", Unit: "ratio", Current: now.lim / now.req, Expected: s.share.mean,
-				Lower: math.Max(0, s.share.mean-c.Threshold*sd), Upper: s.share.mean + c.Threshold*sd},
-			shapeSignal("requests", "req/s", now.req, &s.reqs, c.Threshold, shapeFloorRel, shapeFloorAbs),
+				Lower: math.Max(0, s.share.mean-c.Sigmas*sd), Upper: s.share.mean + c.Sigmas*sd},
+			shapeSignal("requests", "req/s", now.req, &s.reqs, c.Sigmas, shapeFloorRel, shapeFloorAbs),
 			{Name: "limited", Unit: "req/s", Current: now.lim, Expected: s.share.mean * s.reqs.mean},
 		},
 	}
@@ -328,56 +328,71 @@ func (s *Storm) explain(ts int64, now *shapeStormStats, score float64) *model.Ex
 	return x
 }
 
-// MarshalBinary snapshots the detector state.
-func (s *Storm) MarshalBinary() ([]byte, error) {
-	e := newShapeEnc("storm")
-	s.share.encode(e)
-	s.reqs.encode(e)
-	s.shapeLatch.encode(e)
-	e.bool(s.broad)
-	for _, v := range []float64{s.jump.req, s.jump.lim, s.jump.hhi} {
-		e.f64(v)
+func (c *StormConfig) fields() []configField {
+	return []configField{
+		{"baseline", shapeMs(c.Baseline)}, {"warm_up", float64(c.WarmUp)}, {"sigmas", c.Sigmas},
+		{"min_share", c.MinShare}, {"client_share", c.ClientShare}, {"min_client_requests", c.MinClientRequests},
+		{"breadth", c.Breadth}, {"concentrated_clients", float64(c.ConcentratedClients)},
+		{"confirm", float64(c.Confirm)}, {"resolve_after", shapeMs(c.ResolveAfter)},
+		{"relearn_after", shapeMs(c.RelearnAfter)},
 	}
-	e.i64(int64(s.jump.active))
-	e.i64(int64(s.jump.affected))
-	e.i64(s.jumpAt)
-	for _, t := range s.jumpTop {
-		e.str(t.key)
-		e.f64(t.v)
-	}
-	e.i64(s.dips)
-	e.bool(s.wasCond)
-	e.i64(int64(s.carried))
-	if err := e.result(&s.last); err != nil {
-		return nil, err
-	}
-	return e.b, nil
 }
 
-// UnmarshalBinary restores a snapshot made by MarshalBinary.
-func (s *Storm) UnmarshalBinary(b []byte) error {
-	d := newShapeDec(b, "storm")
-	var n Storm
-	n.share.decode(d)
-	n.reqs.decode(d)
-	n.shapeLatch.decode(d)
-	n.broad = d.bool()
-	n.jump.req, n.jump.lim, n.jump.hhi = d.f64(), d.f64(), d.f64()
-	n.jump.active = int(d.i64())
-	n.jump.affected = int(d.i64())
-	n.jumpAt = d.i64()
-	for i := range n.jumpTop {
-		n.jumpTop[i].key = d.str()
-		n.jumpTop[i].v = d.f64()
+// MarshalBinary snapshots the detector state.
+func (s *Storm) MarshalBinary() ([]byte, error) {
+	w := newEncoder("storm", 384)
+	encodeConfig(w, s.cfg.fields())
+	s.share.encode(w)
+	s.reqs.encode(w)
+	s.shapeLatch.encode(w)
+	w.bool(s.broad)
+	for _, v := range []float64{s.jump.req, s.jump.lim, s.jump.hhi} {
+		w.f64(v)
 	}
-	n.dips = d.i64()
-	n.wasCond = d.bool()
-	n.carried = int(d.i64())
-	d.result(&n.last)
-	if err := d.done(); err != nil {
+	w.i64(int64(s.jump.active))
+	w.i64(int64(s.jump.affected))
+	w.i64(s.jumpAt)
+	for _, t := range s.jumpTop {
+		shapePutStr(w, t.key)
+		w.f64(t.v)
+	}
+	w.i64(s.dips)
+	w.bool(s.wasCond)
+	w.i64(int64(s.carried))
+	if err := shapePutResult(w, &s.last); err != nil {
+		return nil, err
+	}
+	return w.b, nil
+}
+
+// UnmarshalBinary restores a snapshot made by MarshalBinary with the same
+// config; it wraps ErrSnapshot otherwise.
+func (s *Storm) UnmarshalBinary(b []byte) error {
+	r, err := newDecoder("storm", b)
+	if err != nil {
 		return err
 	}
-	n.cfg, n.scratch = s.cfg, map[string]float64{}
+	checkConfig(r, s.cfg.fields())
+	n := Storm{cfg: s.cfg, scratch: map[string]float64{}}
+	n.share.decode(r)
+	n.reqs.decode(r)
+	n.shapeLatch.decode(r)
+	n.broad = r.bool()
+	n.jump.req, n.jump.lim, n.jump.hhi = r.f64(), r.f64(), r.f64()
+	n.jump.active = int(r.i64())
+	n.jump.affected = int(r.i64())
+	n.jumpAt = r.i64()
+	for i := range n.jumpTop {
+		n.jumpTop[i].key = shapeGetStr(r)
+		n.jumpTop[i].v = r.f64()
+	}
+	n.dips = r.i64()
+	n.wasCond = r.bool()
+	n.carried = int(r.i64())
+	n.last = shapeGetResult(r)
+	if err := r.finish(); err != nil {
+		return err
+	}
 	*s = n
 	return nil
 }

@@ -36,11 +36,11 @@ type SurgeConfig struct {
 	Ramp time.Duration `yaml:"ramp"`
 	// Baseline is the time constant of every baseline.
 	Baseline time.Duration `yaml:"baseline"`
-	// Warmup is the number of samples before the detector judges.
-	Warmup int `yaml:"warmup"`
-	// Threshold is the z-score latency or queue must exceed to count as
+	// WarmUp is the number of samples before the detector judges.
+	WarmUp int `yaml:"warm_up"`
+	// Sigmas is the z-score latency or queue must exceed to count as
 	// saturated (together with LatencyRatio).
-	Threshold float64 `yaml:"threshold"`
+	Sigmas float64 `yaml:"sigmas"`
 	// LatencyRatio is the multiple of its baseline latency or queue must
 	// reach to count as saturated.
 	LatencyRatio float64 `yaml:"latency_ratio"`
@@ -67,8 +67,8 @@ func shapeSurgeDefaults() SurgeConfig {
 		Factor:       3,
 		Ramp:         10 * time.Minute,
 		Baseline:     30 * time.Minute,
-		Warmup:       30,
-		Threshold:    4,
+		WarmUp:       30,
+		Sigmas:       4,
 		LatencyRatio: 2,
 		ErrorShare:   0.05,
 		HealthDrop:   0.1,
@@ -82,7 +82,7 @@ func shapeSurgeDefaults() SurgeConfig {
 // Validate reports every problem, named by YAML key.
 func (c *SurgeConfig) Validate() error {
 	var errs configutil.Errors
-	shapeCheckCommon(&errs, c.Baseline, c.Warmup, c.Threshold, c.Confirm, c.ResolveAfter, c.RelearnAfter)
+	shapeCheckCommon(&errs, c.Baseline, c.WarmUp, c.Sigmas, c.Confirm, c.ResolveAfter, c.RelearnAfter)
 	if !(c.Factor > 1) {
 		errs.Addf("factor", "must be greater than 1, got %v", c.Factor)
 	}
@@ -183,7 +183,7 @@ func (s *Surge) health(h []Sample) (healthy, total float64, ok bool) {
 // Observe judges one evaluation instant.
 func (s *Surge) Observe(ts int64, in Inputs) Result {
 	c := &s.cfg
-	warm := s.reqs.n >= int64(c.Warmup)
+	warm := s.reqs.n >= int64(c.WarmUp)
 	var o shapeSurgeObs
 	var okReq bool
 	o.req, okReq = shapeScalar(in["requests"])
@@ -223,13 +223,13 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 	if !warm || ratio < low {
 		s.lowAt = ts
 	}
-	o.satLat = o.okLat && s.lat.n >= int64(c.Warmup) &&
-		s.lat.z(o.lat, shapeFloorRel, shapeFloorAbs) >= c.Threshold && s.lat.ratio(o.lat) >= c.LatencyRatio
-	o.satQueue = o.okQueue && s.queue.n >= int64(c.Warmup) &&
-		s.queue.z(o.queue, shapeFloorRel, shapeFloorAbs) >= c.Threshold && s.queue.ratio(o.queue) >= c.LatencyRatio
-	o.satErr = o.okErr && s.errShare.n >= int64(c.Warmup) &&
+	o.satLat = o.okLat && s.lat.n >= int64(c.WarmUp) &&
+		s.lat.z(o.lat, shapeFloorRel, shapeFloorAbs) >= c.Sigmas && s.lat.ratio(o.lat) >= c.LatencyRatio
+	o.satQueue = o.okQueue && s.queue.n >= int64(c.WarmUp) &&
+		s.queue.z(o.queue, shapeFloorRel, shapeFloorAbs) >= c.Sigmas && s.queue.ratio(o.queue) >= c.LatencyRatio
+	o.satErr = o.okErr && s.errShare.n >= int64(c.WarmUp) &&
 		o.errShare >= c.ErrorShare && o.errShare >= s.errShare.mean+c.ErrorShare/2
-	o.satHealth = o.okHealth && s.healthFrac.n >= int64(c.Warmup) && o.frac <= s.healthFrac.mean-c.HealthDrop
+	o.satHealth = o.okHealth && s.healthFrac.n >= int64(c.WarmUp) && o.frac <= s.healthFrac.mean-c.HealthDrop
 	sat := o.satLat || o.satQueue || o.satErr || o.satHealth
 
 	if warm && !s.surging && ratio >= c.Factor && ts-s.lowAt <= c.Ramp.Milliseconds() {
@@ -253,13 +253,13 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 		Expected: s.reqs.mean, Lower: 0, Upper: c.Factor * s.reqs.mean, State: StateNormal,
 	}}
 	if ratio > 1 {
-		r.Score = shapeScore((ratio-1)/(c.Factor-1)*c.Threshold, c.Threshold)
+		r.Score = shapeScore((ratio - 1) / (c.Factor - 1) * c.Sigmas)
 		r.Direction = DirUp
 	} else if ratio < 1 {
 		r.Direction = DirDown
 	}
 	if o.satLat {
-		r.Score = math.Max(r.Score, shapeScore(s.lat.z(o.lat, shapeFloorRel, shapeFloorAbs), c.Threshold))
+		r.Score = math.Max(r.Score, shapeScore(s.lat.z(o.lat, shapeFloorRel, shapeFloorAbs)))
 	}
 	if !warm {
 		r.State = StateWarmingUp
@@ -286,19 +286,19 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 
 func (s *Surge) learn(ts int64, o *shapeSurgeObs) {
 	c := &s.cfg
-	s.reqs.update(ts, o.req, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+	s.reqs.update(ts, o.req, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 	if o.okLat {
-		s.lat.update(ts, o.lat, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+		s.lat.update(ts, o.lat, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 	}
 	if o.okQueue {
-		s.queue.update(ts, o.queue, c.Baseline, c.Threshold, shapeFloorRel, shapeFloorAbs, c.Warmup)
+		s.queue.update(ts, o.queue, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 	}
 	if o.okErr {
-		s.errShare.update(ts, o.errShare, c.Baseline, c.Threshold, 0, shapeShareFloor, c.Warmup)
+		s.errShare.update(ts, o.errShare, c.Baseline, c.Sigmas, 0, shapeShareFloor, c.WarmUp)
 	}
 	if o.okHealth {
-		s.healthFrac.update(ts, o.frac, c.Baseline, 0, 0, 0, c.Warmup)
-		s.healthTotal.update(ts, math.Max(o.total, o.healthy), c.Baseline, 0, 0, 0, c.Warmup)
+		s.healthFrac.update(ts, o.frac, c.Baseline, 0, 0, 0, c.WarmUp)
+		s.healthTotal.update(ts, math.Max(o.total, o.healthy), c.Baseline, 0, 0, 0, c.WarmUp)
 	}
 }
 
@@ -325,13 +325,13 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 		return " (from +" + shapeDur(t-s.surgeAt) + ")"
 	}
 	if o.okLat {
-		x.Signals = append(x.Signals, shapeSignal("latency", "s", o.lat, &s.lat, c.Threshold, shapeFloorRel, shapeFloorAbs))
+		x.Signals = append(x.Signals, shapeSignal("latency", "s", o.lat, &s.lat, c.Sigmas, shapeFloorRel, shapeFloorAbs))
 		if s.latAt != shapeNever {
 			signs = append(signs, "latency "+shapeVal(o.lat, "s")+" vs normal "+shapeVal(s.lat.mean, "s")+at(s.latAt))
 		}
 	}
 	if o.okQueue {
-		x.Signals = append(x.Signals, shapeSignal("queue", "", o.queue, &s.queue, c.Threshold, shapeFloorRel, shapeFloorAbs))
+		x.Signals = append(x.Signals, shapeSignal("queue", "", o.queue, &s.queue, c.Sigmas, shapeFloorRel, shapeFloorAbs))
 		if s.queueAt != shapeNever {
 			signs = append(signs, "queue "+shapeNum(o.queue)+" vs normal "+shapeNum(s.queue.mean)+at(s.queueAt))
 		}
@@ -380,52 +380,66 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 	return x
 }
 
-// MarshalBinary snapshots the detector state.
-func (s *Surge) MarshalBinary() ([]byte, error) {
-	e := newShapeEnc("surge")
-	for _, b := range []*shapeBaseline{&s.reqs, &s.lat, &s.queue, &s.errShare, &s.healthFrac, &s.healthTotal} {
-		b.encode(e)
+func (c *SurgeConfig) fields() []configField {
+	return []configField{
+		{"factor", c.Factor}, {"ramp", shapeMs(c.Ramp)}, {"baseline", shapeMs(c.Baseline)},
+		{"warm_up", float64(c.WarmUp)}, {"sigmas", c.Sigmas}, {"latency_ratio", c.LatencyRatio},
+		{"error_share", c.ErrorShare}, {"health_drop", c.HealthDrop}, {"confirm", float64(c.Confirm)},
+		{"resolve_after", shapeMs(c.ResolveAfter)}, {"relearn_after", shapeMs(c.RelearnAfter)},
 	}
-	s.shapeLatch.encode(e)
-	e.bool(s.healthCount)
-	e.i64(s.lowAt)
-	e.bool(s.surging)
-	e.i64(s.surgeAt)
-	e.i64(s.riseMS)
-	e.f64(s.peak)
-	for _, t := range []int64{s.latAt, s.queueAt, s.errAt, s.healthAt} {
-		e.i64(t)
-	}
-	e.i64(int64(s.carried))
-	if err := e.result(&s.last); err != nil {
-		return nil, err
-	}
-	return e.b, nil
 }
 
-// UnmarshalBinary restores a snapshot made by MarshalBinary.
+// MarshalBinary snapshots the detector state.
+func (s *Surge) MarshalBinary() ([]byte, error) {
+	w := newEncoder("surge", 512)
+	encodeConfig(w, s.cfg.fields())
+	for _, b := range []*shapeBaseline{&s.reqs, &s.lat, &s.queue, &s.errShare, &s.healthFrac, &s.healthTotal} {
+		b.encode(w)
+	}
+	s.shapeLatch.encode(w)
+	w.bool(s.healthCount)
+	w.i64(s.lowAt)
+	w.bool(s.surging)
+	w.i64(s.surgeAt)
+	w.i64(s.riseMS)
+	w.f64(s.peak)
+	for _, t := range []int64{s.latAt, s.queueAt, s.errAt, s.healthAt} {
+		w.i64(t)
+	}
+	w.i64(int64(s.carried))
+	if err := shapePutResult(w, &s.last); err != nil {
+		return nil, err
+	}
+	return w.b, nil
+}
+
+// UnmarshalBinary restores a snapshot made by MarshalBinary with the same
+// config; it wraps ErrSnapshot otherwise.
 func (s *Surge) UnmarshalBinary(b []byte) error {
-	d := newShapeDec(b, "surge")
-	var n Surge
-	for _, b := range []*shapeBaseline{&n.reqs, &n.lat, &n.queue, &n.errShare, &n.healthFrac, &n.healthTotal} {
-		b.decode(d)
-	}
-	n.shapeLatch.decode(d)
-	n.healthCount = d.bool()
-	n.lowAt = d.i64()
-	n.surging = d.bool()
-	n.surgeAt = d.i64()
-	n.riseMS = d.i64()
-	n.peak = d.f64()
-	for _, t := range []*int64{&n.latAt, &n.queueAt, &n.errAt, &n.healthAt} {
-		*t = d.i64()
-	}
-	n.carried = int(d.i64())
-	d.result(&n.last)
-	if err := d.done(); err != nil {
+	r, err := newDecoder("surge", b)
+	if err != nil {
 		return err
 	}
-	n.cfg = s.cfg
+	checkConfig(r, s.cfg.fields())
+	n := Surge{cfg: s.cfg}
+	for _, b := range []*shapeBaseline{&n.reqs, &n.lat, &n.queue, &n.errShare, &n.healthFrac, &n.healthTotal} {
+		b.decode(r)
+	}
+	n.shapeLatch.decode(r)
+	n.healthCount = r.bool()
+	n.lowAt = r.i64()
+	n.surging = r.bool()
+	n.surgeAt = r.i64()
+	n.riseMS = r.i64()
+	n.peak = r.f64()
+	for _, t := range []*int64{&n.latAt, &n.queueAt, &n.errAt, &n.healthAt} {
+		*t = r.i64()
+	}
+	n.carried = int(r.i64())
+	n.last = shapeGetResult(r)
+	if err := r.finish(); err != nil {
+		return err
+	}
 	*s = n
 	return nil
 }
