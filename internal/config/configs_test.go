@@ -1,29 +1,63 @@
 package config
 
 import (
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 )
 
 // configsDir holds the example configs shipped with seismo.
 const configsDir = "../../configs"
 
-// TestConfigsExamplesLoad loads every file in configs/ so that the examples
-// never rot.
+// TestConfigsExamplesLoad loads every agent config under configs/ (every
+// *.yml, in subdirectories too) so that the examples never rot. Rule files
+// (*.rules.yml or under a rules/ directory) belong to the rules package's
+// tests; other YAML (*.yaml: Kubernetes manifests) must at least parse.
 func TestConfigsExamplesLoad(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(configsDir, "*.yml"))
+	var agentConfigs int
+	err := filepath.WalkDir(configsDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(configsDir, path)
+		switch {
+		case strings.HasSuffix(path, ".rules.yml"), slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), "rules"):
+			return nil
+		case strings.HasSuffix(path, ".yml"):
+			agentConfigs++
+			t.Run(rel, func(t *testing.T) {
+				_, err := Load(LoadOptions{File: path})
+				require.NoError(t, err)
+			})
+		case strings.HasSuffix(path, ".yaml"):
+			t.Run(rel, func(t *testing.T) {
+				b, err := os.ReadFile(path)
+				require.NoError(t, err)
+				dec := yaml.NewDecoder(bytes.NewReader(b))
+				for {
+					var doc any
+					err := dec.Decode(&doc)
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					require.NoError(t, err)
+				}
+			})
+		}
+		return nil
+	})
 	require.NoError(t, err)
-	require.NotEmpty(t, files)
-	for _, f := range files {
-		t.Run(filepath.Base(f), func(t *testing.T) {
-			_, err := Load(LoadOptions{File: f})
-			require.NoError(t, err)
-		})
-	}
+	require.Positive(t, agentConfigs)
 }
 
 // TestExampleDocumentsEveryKey makes configs/seismo.yml the complete
