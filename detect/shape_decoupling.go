@@ -42,10 +42,17 @@ type DecouplingConfig struct {
 	// suppresses firing.
 	ResourceRatio float64 `yaml:"resource_ratio"`
 	// Capacity is the resource's capacity in its own unit (cores, or 1 for
-	// utilisation); 0 means unknown. A resource at CapacityShare of it is
-	// saturated, which is overload, not decoupling.
+	// utilisation); 0 means unknown. When it is known, a resource at
+	// CapacityShare of it is saturated (overload, not decoupling), and a
+	// resource rise only counts while the resource is above half of
+	// CapacityShare: a CPU going from 5 % to 10 % is still well below
+	// capacity, so latency up is still decoupled from it.
 	Capacity      float64 `yaml:"capacity"`
 	CapacityShare float64 `yaml:"capacity_share"`
+	// MinSymptom is the lowest symptom value that may fire, in the
+	// symptom's unit; set it for symptoms that are normally zero, such as
+	// a queue length, so that one queued request does not fire.
+	MinSymptom float64 `yaml:"min_symptom"`
 	// Confirm is the number of consecutive decoupled samples before firing.
 	Confirm int `yaml:"confirm"`
 	// ResolveAfter is how long the condition must stay clear to resolve.
@@ -90,6 +97,9 @@ func (c *DecouplingConfig) Validate() error {
 	}
 	if !(c.Capacity >= 0) {
 		errs.Addf("capacity", "must be 0 (unknown) or positive, got %v", c.Capacity)
+	}
+	if !(c.MinSymptom >= 0) {
+		errs.Addf("min_symptom", "must not be negative, got %v", c.MinSymptom)
 	}
 	if !(c.CapacityShare > 0 && c.CapacityShare <= 1) {
 		errs.Addf("capacity_share", "must be in (0, 1], got %v", c.CapacityShare)
@@ -165,13 +175,16 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 	zS := d.sym.z(sym, shapeFloorRel, shapeFloorAbs)
 	rS := d.sym.ratio(sym)
 	rR := d.res.ratio(res)
-	resMoved := rR >= c.ResourceRatio || (c.Capacity > 0 && res >= c.CapacityShare*c.Capacity)
+	resMoved := rR >= c.ResourceRatio
+	if c.Capacity > 0 {
+		resMoved = res >= c.CapacityShare*c.Capacity || (resMoved && res >= c.CapacityShare*c.Capacity/2)
+	}
 	rT := 1.0
 	if okT && d.tr.n >= int64(c.WarmUp) {
 		rT = d.tr.ratio(tr)
 	}
 	explained := rT >= c.ResourceRatio && rS < rT*c.MinRatio
-	cond := warm && zS >= c.Sigmas && rS >= c.MinRatio && !resMoved && !explained
+	cond := warm && zS >= c.Sigmas && rS >= c.MinRatio && sym >= c.MinSymptom && !resMoved && !explained
 
 	r := Result{Verdict: Verdict{
 		Expected:  d.sym.mean,
@@ -222,7 +235,7 @@ func (d *Decoupling) explain(ts int64, sym, res, tr float64, okT bool, rS, rT, s
 	}
 	s := c.SymptomName + " " + shapeVal(sym, c.SymptomUnit) +
 		" (normal " + shapeVal(d.sym.mean, c.SymptomUnit) + " " + shapeSpread(sd, c.SymptomUnit) +
-		", " + shapeNum(rS) + "×) while " + c.ResourceName + " " + shapeVal(res, c.ResourceUnit) +
+		shapeTimes(rS) + ") while " + c.ResourceName + " " + shapeVal(res, c.ResourceUnit) +
 		" (normal " + shapeVal(d.res.mean, c.ResourceUnit) + ")"
 	if okT && d.tr.n > 0 {
 		x.Signals = append(x.Signals, shapeSignal("traffic", "req/s", tr, &d.tr, c.Sigmas, shapeFloorRel, shapeFloorAbs))
@@ -242,7 +255,7 @@ func (c *DecouplingConfig) fields() []configField {
 	return []configField{
 		{"baseline", shapeMs(c.Baseline)}, {"warm_up", float64(c.WarmUp)}, {"sigmas", c.Sigmas},
 		{"min_ratio", c.MinRatio}, {"resource_ratio", c.ResourceRatio}, {"capacity", c.Capacity},
-		{"capacity_share", c.CapacityShare}, {"confirm", float64(c.Confirm)},
+		{"capacity_share", c.CapacityShare}, {"min_symptom", c.MinSymptom}, {"confirm", float64(c.Confirm)},
 		{"resolve_after", shapeMs(c.ResolveAfter)}, {"relearn_after", shapeMs(c.RelearnAfter)},
 	}
 }

@@ -21,8 +21,8 @@ func shapeNum(v float64) string {
 		return "∞"
 	case math.IsInf(v, -1):
 		return "-∞"
-	case v == 0:
-		return "0"
+	case math.Abs(v) < 5e-7:
+		return "0" // float dust: a learned baseline of "nothing"
 	case math.Abs(v) >= 100:
 		return strconv.FormatFloat(math.Round(v), 'f', -1, 64)
 	}
@@ -110,4 +110,13 @@ func shapeRound3(v float64) float64 {
 	}
 	p := math.Pow(10, 2-math.Floor(math.Log10(math.Abs(v))))
 	return math.Round(v*p) / p
+}
+
+// shapeTimes formats a ratio to the baseline as ", 8.3×", or nothing when
+// the baseline is about zero and the ratio means nothing.
+func shapeTimes(r float64) string {
+	if math.IsNaN(r) || math.IsInf(r, 0) || r > 1000 {
+		return ""
+	}
+	return ", " + shapeNum(r) + "×"
 }

@@ -30,6 +30,9 @@ func init() {
 type SurgeConfig struct {
 	// Factor is the request-rate multiple of the baseline that makes a surge.
 	Factor float64 `yaml:"factor"`
+	// MinRequests is the lowest request rate that can be a surge, so a
+	// quiet night going from 2 to 7 req/s is not one.
+	MinRequests float64 `yaml:"min_requests"`
 	// Ramp is the longest rise from near normal (a tenth of the way to
 	// Factor) to Factor that still counts as a surge; slower rises are
 	// organic growth that the baseline follows.
@@ -85,6 +88,9 @@ func (c *SurgeConfig) Validate() error {
 	shapeCheckCommon(&errs, c.Baseline, c.WarmUp, c.Sigmas, c.Confirm, c.ResolveAfter, c.RelearnAfter)
 	if !(c.Factor > 1) {
 		errs.Addf("factor", "must be greater than 1, got %v", c.Factor)
+	}
+	if !(c.MinRequests >= 0) {
+		errs.Addf("min_requests", "must not be negative, got %v", c.MinRequests)
 	}
 	if c.Ramp <= 0 {
 		errs.Addf("ramp", "must be positive, got %v", c.Ramp)
@@ -232,7 +238,7 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 	o.satHealth = o.okHealth && s.healthFrac.n >= int64(c.WarmUp) && o.frac <= s.healthFrac.mean-c.HealthDrop
 	sat := o.satLat || o.satQueue || o.satErr || o.satHealth
 
-	if warm && !s.surging && ratio >= c.Factor && ts-s.lowAt <= c.Ramp.Milliseconds() {
+	if warm && !s.surging && ratio >= c.Factor && o.req >= c.MinRequests && ts-s.lowAt <= c.Ramp.Milliseconds() {
 		s.surging, s.surgeAt, s.riseMS, s.peak = true, ts, ts-s.lowAt, ratio
 		s.latAt, s.queueAt, s.errAt, s.healthAt = shapeNever, shapeNever, shapeNever, shapeNever
 	}
@@ -382,7 +388,7 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 
 func (c *SurgeConfig) fields() []configField {
 	return []configField{
-		{"factor", c.Factor}, {"ramp", shapeMs(c.Ramp)}, {"baseline", shapeMs(c.Baseline)},
+		{"factor", c.Factor}, {"min_requests", c.MinRequests}, {"ramp", shapeMs(c.Ramp)}, {"baseline", shapeMs(c.Baseline)},
 		{"warm_up", float64(c.WarmUp)}, {"sigmas", c.Sigmas}, {"latency_ratio", c.LatencyRatio},
 		{"error_share", c.ErrorShare}, {"health_drop", c.HealthDrop}, {"confirm", float64(c.Confirm)},
 		{"resolve_after", shapeMs(c.ResolveAfter)}, {"relearn_after", shapeMs(c.RelearnAfter)},
