@@ -93,6 +93,7 @@ func New(opts Options) (*Server, error) {
 	s.srv = &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
 	}
 	s.mux.Handle("GET /-/healthy", s.instrument("/-/healthy", http.HandlerFunc(s.healthy)))
@@ -113,7 +114,9 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, s.instrument(pattern, s.limit(h)))
 }
 
-// RegisterMetrics adds a subsystem's metric set to /metrics.
+// RegisterMetrics adds a subsystem's metric set to /metrics. Gauge callbacks
+// in it run on every scrape and must not wait for locks held during
+// evaluation work.
 func (s *Server) RegisterMetrics(set *metrics.Set) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -189,4 +190,23 @@ func TestCloseWithoutRunIsIdempotent(t *testing.T) {
 func TestNewRequiresLoggerAndSet(t *testing.T) {
 	_, err := New(Options{ListenAddress: "127.0.0.1:0"})
 	require.ErrorContains(t, err, "Logger and Set are required")
+}
+
+// BenchmarkHealthy measures /-/healthy through the server's mux and
+// instrumentation, without the network.
+func BenchmarkHealthy(b *testing.B) {
+	s, err := New(Options{ListenAddress: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler), Set: metrics.NewSet()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	req := httptest.NewRequest("GET", "/-/healthy", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		s.srv.Handler.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatal(w.Code)
+		}
+	}
 }

@@ -73,6 +73,9 @@ type agent struct {
 	// from POST /-/reload, which wait for the result.
 	hup     chan struct{}
 	reloads chan chan error
+	// stopped is closed when the main loop has returned, so that reload
+	// requests made during shutdown fail at once instead of hanging.
+	stopped chan struct{}
 
 	reloadOK      *metrics.Gauge
 	reloadSuccess *metrics.Gauge
@@ -97,6 +100,7 @@ func newAgent(cfg *config.Config, opts agentOptions) (*agent, error) {
 		cfg:     cfg,
 		hup:     make(chan struct{}, 1),
 		reloads: make(chan chan error),
+		stopped: make(chan struct{}),
 	}
 	a.set.NewGauge(fmt.Sprintf(`seismo_build_info{version=%q,revision=%q,goversion=%q}`,
 		a.version.Version, a.version.Revision, a.version.GoVersion), func() float64 { return 1 })
@@ -171,6 +175,7 @@ func (a *agent) run(ctx context.Context) error {
 // watchdog, so a loop stuck in a reload stops the pings and gets the
 // agent restarted.
 func (a *agent) loop(ctx context.Context) error {
+	defer close(a.stopped)
 	var ping <-chan time.Time
 	if a.opts.watchdog > 0 {
 		t := time.NewTicker(a.opts.watchdog / 2)
@@ -220,12 +225,17 @@ func (a *agent) loop(ctx context.Context) error {
 	}
 }
 
+// errAgentStopped answers reload requests made during shutdown.
+var errAgentStopped = errors.New("agent is shutting down")
+
 // requestReload asks the main loop to reload and waits for the outcome or
 // for ctx. It is what POST /-/reload calls.
 func (a *agent) requestReload(ctx context.Context) error {
 	reply := make(chan error, 1)
 	select {
 	case a.reloads <- reply:
+	case <-a.stopped:
+		return errAgentStopped
 	case <-ctx.Done():
 		return ctx.Err()
 	}

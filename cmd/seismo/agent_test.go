@@ -325,3 +325,12 @@ func TestWatchdogPingsFromMainLoop(t *testing.T) {
 		require.Equal(t, 1, rec.count("STOPPING=1"))
 	})
 }
+
+func TestReloadRequestAfterStopFailsAtOnce(t *testing.T) {
+	a := newTestAgent(t, agentOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.NoError(t, a.run(ctx))
+	err := a.requestReload(context.Background())
+	require.ErrorIs(t, err, errAgentStopped)
+}
