@@ -1,37 +1,35 @@
 package detect
 
 import (
-	"strconv"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkShapeStorm measures one storm update with 1, 100 and 10,000
-// clients, with both signals in the same key order (the usual case for two
-// PromQL vectors sorted by label) and in different orders (map join).
+// clients, for the three ways limited is joined to requests: same keys in
+// the same order, both sorted with limited a subset (merge), and unordered
+// (map).
 func BenchmarkShapeStorm(b *testing.B) {
 	for _, clients := range []int{1, 100, 10_000} {
-		for _, aligned := range []bool{true, false} {
-			name := "clients=" + strconv.Itoa(clients)
-			if !aligned {
-				name += "/unaligned"
-			}
-			b.Run(name, func(b *testing.B) {
+		for _, join := range []string{"aligned", "sorted-subset", "unordered"} {
+			b.Run(fmt.Sprintf("clients=%d/%s", clients, join), func(b *testing.B) {
 				k, _ := Lookup("storm")
 				d, err := k.NewConfig().(CompositeConfig).New()
 				require.NoError(b, err)
 				reqs := make([]Sample, clients)
-				lim := make([]Sample, clients)
+				var lim []Sample
 				for i := range reqs {
-					key := "client-" + strconv.Itoa(i)
+					key := fmt.Sprintf("client-%05d", i)
 					reqs[i] = Sample{Key: key, Value: 10 + float64(i%7)}
-					lim[i] = Sample{Key: key, Value: 0.01 * float64(i%3)}
-				}
-				if !aligned {
-					for i, j := 0, len(lim)-1; i < j; i, j = i+1, j-1 {
-						lim[i], lim[j] = lim[j], lim[i]
+					if join != "sorted-subset" || i%10 == 0 {
+						lim = append(lim, Sample{Key: key, Value: 0.01 * float64(i%3)})
 					}
+				}
+				if join == "unordered" {
+					slices.Reverse(lim)
 				}
 				in := Inputs{"requests": reqs, "limited": lim}
 				ts := int64(0)

@@ -213,3 +213,30 @@ func TestShapeNum(t *testing.T) {
 		})
 	}
 }
+
+// TestShapeStormJoin checks that the three ways of joining limited to
+// requests (aligned, sorted merge, map) give the same figures.
+func TestShapeStormJoin(t *testing.T) {
+	reqs := []Sample{{"a", 10}, {"b", 20}, {"c", 30}, {"d", 40}}
+	tests := []struct {
+		name string
+		lim  []Sample
+	}{
+		{"aligned", []Sample{{"a", 1}, {"b", 0}, {"c", 30}, {"d", 0}}},
+		{"sorted subset", []Sample{{"a", 1}, {"c", 30}}},
+		{"sorted subset with a stranger", []Sample{{"a", 1}, {"bb", 7}, {"c", 30}, {"zz", 9}}},
+		{"unordered", []Sample{{"c", 30}, {"a", 1}}},
+		{"unordered with duplicates", []Sample{{"c", 20}, {"a", 1}, {"c", 10}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			k, _ := Lookup("storm")
+			d, err := k.NewConfig().(CompositeConfig).New()
+			require.NoError(t, err)
+			st := d.(*Storm).stats(reqs, tt.lim)
+			require.Equal(t, shapeStormStats{req: 100, lim: 31, hhi: (1 + 900) / 961.0, active: 4, affected: 1}, st)
+			require.Equal(t, "c", d.(*Storm).shapeTop[0].key)
+			require.Equal(t, "a", d.(*Storm).shapeTop[1].key)
+		})
+	}
+}

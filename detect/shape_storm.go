@@ -154,11 +154,16 @@ type shapeStormStats struct {
 func (s *Storm) stats(reqs, lim []Sample) shapeStormStats {
 	c := &s.cfg
 	var st shapeStormStats
+	// Join limited to requests by key: index-wise when both vectors list
+	// the same keys in the same order, by a merge when both are sorted by
+	// key (limited often lists only the clients that were ever limited),
+	// else through the scratch map.
 	aligned := len(lim) == len(reqs)
 	for i := 0; aligned && i < len(reqs); i++ {
 		aligned = reqs[i].Key == lim[i].Key
 	}
-	if !aligned {
+	merge := !aligned && shapeSortedKeys(reqs) && shapeSortedKeys(lim)
+	if !aligned && !merge {
 		clear(s.scratch)
 		for _, x := range lim {
 			if x.Value > 0 && !math.IsInf(x.Value, 0) {
@@ -168,15 +173,26 @@ func (s *Storm) stats(reqs, lim []Sample) shapeStormStats {
 	}
 	s.shapeTop = [3]shapeKeyed{}
 	var sumSq float64
+	j := 0 // merge position in lim
 	for i, x := range reqs {
 		r := x.Value
 		if !(r > 0) || math.IsInf(r, 0) {
 			continue
 		}
 		var l float64
-		if aligned {
+		switch {
+		case aligned:
 			l = lim[i].Value
-		} else {
+		case merge:
+			for j < len(lim) && lim[j].Key < x.Key {
+				j++
+			}
+			for k := j; k < len(lim) && lim[k].Key == x.Key; k++ {
+				if v := lim[k].Value; v > 0 && !math.IsInf(v, 0) {
+					l += v
+				}
+			}
+		default:
 			l = s.scratch[x.Key]
 		}
 		if !(l > 0) || math.IsInf(l, 0) {
@@ -208,6 +224,15 @@ func (s *Storm) stats(reqs, lim []Sample) shapeStormStats {
 		st.hhi = sumSq / (st.lim * st.lim)
 	}
 	return st
+}
+
+func shapeSortedKeys(v []Sample) bool {
+	for i := 1; i < len(v); i++ {
+		if v[i].Key < v[i-1].Key {
+			return false
+		}
+	}
+	return true
 }
 
 // Observe judges one evaluation instant.
