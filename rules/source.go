@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
+
+	"github.com/seismo-agent/seismo/datasource"
 )
 
 // engineSource answers PromQL with Prometheus' engine over a Queryable; the
@@ -62,4 +64,10 @@ func (s *engineSource) Range(ctx context.Context, q string, start, end time.Time
 		return nil, res.Err
 	}
 	return res.Matrix()
+}
+
+// NewQueryableSource returns a Source that runs Prometheus' engine over q,
+// for commands that fill a store of their own (replay, unit tests).
+func NewQueryableSource(q storage.Queryable) datasource.Source {
+	return newEngineSource(q)
 }

@@ -24,6 +24,9 @@ import (
 var commands = []func(app *kingpin.Application, cli *cliEnv){
 	registerRun,
 	registerCheckConfig,
+	registerCheckRules,
+	registerTestRules,
+	registerReplay,
 	registerDemo,
 	registerBench,
 	registerVersion,

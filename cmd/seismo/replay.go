@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/seismo-agent/seismo/internal/model"
+	"github.com/seismo-agent/seismo/rules"
+	"github.com/seismo-agent/seismo/store"
+)
+
+type replayFlags struct {
+	ruleFiles   []string
+	builtin     bool
+	noBuiltin   bool
+	openMetrics string
+	csv         string
+	start, end  string
+	output      string
+	plot        string
+	interval    time.Duration
+}
+
+func registerReplay(app *kingpin.Application, cli *cliEnv) {
+	cmd := app.Command("replay", "Evaluate rules over recorded data as fast as it allows and report every alert transition.")
+	f := &replayFlags{}
+	cmd.Arg("rule-file", "Rule file(s). Without any, the built-in pack is replayed.").StringsVar(&f.ruleFiles)
+	cmd.Flag("builtin", "Also replay the built-in rule pack (default when no rule file is given).").BoolVar(&f.builtin)
+	cmd.Flag("no-builtin", "Never replay the built-in rule pack.").BoolVar(&f.noBuiltin)
+	cmd.Flag("openmetrics", "Recording in OpenMetrics text with timestamps (as promtool tsdb create-blocks-from openmetrics reads).").
+		PlaceHolder("FILE").StringVar(&f.openMetrics)
+	cmd.Flag("csv", "Recording as CSV: a header time,<series>,... then one row per instant (RFC 3339 or Unix seconds).").
+		PlaceHolder("FILE").StringVar(&f.csv)
+	cmd.Flag("start", "Start of the replay (RFC 3339 or Unix seconds); default the recording's start.").StringVar(&f.start)
+	cmd.Flag("end", "End of the replay; default the recording's end.").StringVar(&f.end)
+	cmd.Flag("interval", "Evaluation interval of the built-in pack and of groups without one.").Default("15s").DurationVar(&f.interval)
+	cmd.Flag("output", "Output format: text or json (one object per line).").Default("text").EnumVar(&f.output, "text", "json")
+	cmd.Flag("plot", "Write an SVG chart of every alerted series with its baseline band and alert spans.").PlaceHolder("FILE.svg").StringVar(&f.plot)
+	cmd.Action(cli.action(func(ctx context.Context) error {
+		return runReplay(ctx, cli, f)
+	}))
+}
+
+func runReplay(ctx context.Context, cli *cliEnv, f *replayFlags) error {
+	if (f.openMetrics == "") == (f.csv == "") {
+		return &exitError{code: exitUsage, err: errors.New("replay: give exactly one of --openmetrics or --csv")}
+	}
+	st, err := store.New(store.Options{Config: store.Config{Retention: 100 * 365 * 24 * time.Hour, MaxSeries: 1 << 20}})
+	if err != nil {
+		return err
+	}
+	loadStart := time.Now()
+	var stats rules.LoadStats
+	if f.openMetrics != "" {
+		b, err := os.ReadFile(f.openMetrics)
+		if err != nil {
+			return err
+		}
+		stats, err = rules.LoadOpenMetrics(st, b)
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.openMetrics, err)
+		}
+	} else {
+		fh, err := os.Open(f.csv)
+		if err != nil {
+			return err
+		}
+		stats, err = rules.LoadCSV(st, fh)
+		fh.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.csv, err)
+		}
+	}
+	if stats.Samples == 0 {
+		return errors.New("replay: the recording holds no samples")
+	}
+	loadTime := time.Since(loadStart)
+	start, end := stats.Start, stats.End
+	if f.start != "" {
+		if start, err = parseReplayTime(f.start); err != nil {
+			return fmt.Errorf("--start: %w", err)
+		}
+	}
+	if f.end != "" {
+		if end, err = parseReplayTime(f.end); err != nil {
+			return fmt.Errorf("--end: %w", err)
+		}
+	}
+	cfg := rules.DefaultConfig()
+	cfg.Files = f.ruleFiles
+	cfg.EvaluationInterval = f.interval
+	cfg.Builtin.Interval = f.interval
+	cfg.Builtin.Enabled = !f.noBuiltin && (f.builtin || len(f.ruleFiles) == 0)
+
+	out := &transitionWriter{w: cli.stdout, json: f.output == "json"}
+	opts := rules.ReplayOptions{
+		Config: cfg, Source: rules.NewQueryableSource(st), Start: start, End: end,
+		OnTransition: out.write, Trace: f.plot != "",
+	}
+	if isTerminal(cli.stderr) {
+		opts.Progress = func(at time.Time) {
+			fmt.Fprintf(cli.stderr, "\rreplayed to %s (%.0f%%)", at.UTC().Format(time.RFC3339), 100*at.Sub(start).Seconds()/end.Sub(start).Seconds())
+		}
+	}
+	evalStart := time.Now()
+	res, err := rules.Replay(ctx, opts)
+	if opts.Progress != nil {
+		fmt.Fprint(cli.stderr, "\r\033[K")
+	}
+	if err != nil {
+		return err
+	}
+	if out.err != nil {
+		return out.err
+	}
+	evalTime := time.Since(evalStart)
+	if f.plot != "" {
+		var b bytes.Buffer
+		if err := rules.WriteSVG(&b, res); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.plot, b.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(cli.stderr, "replayed %d samples of %d series over %s: %d evaluations, %d transitions; load %s, evaluation %s (%.0f samples/s)\n",
+		stats.Samples, stats.Series, end.Sub(start), res.Evaluations, len(res.Transitions),
+		loadTime.Round(time.Millisecond), evalTime.Round(time.Millisecond),
+		float64(stats.Samples)/(loadTime+evalTime).Seconds())
+	return nil
+}
+
+func parseReplayTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	var sec float64
+	if _, err := fmt.Sscanf(s, "%g", &sec); err != nil {
+		return time.Time{}, fmt.Errorf("want RFC 3339 or Unix seconds, got %q", s)
+	}
+	return time.Unix(0, int64(sec*1e9)).UTC(), nil
+}
+
+// transitionWriter prints transitions as text lines or JSON objects.
+type transitionWriter struct {
+	w    io.Writer
+	json bool
+	err  error
+}
+
+type jsonTransition struct {
+	Time        time.Time         `json:"time"`
+	Alert       string            `json:"alert"`
+	Group       string            `json:"group"`
+	Labels      map[string]string `json:"labels"`
+	From        string            `json:"from"`
+	State       string            `json:"state"`
+	Value       float64           `json:"value"`
+	Score       float64           `json:"score"`
+	Expected    float64           `json:"expected"`
+	Lower       float64           `json:"lower"`
+	Upper       float64           `json:"upper"`
+	Explanation *json.RawMessage  `json:"explanation,omitempty"`
+}
+
+func (tw *transitionWriter) write(tr rules.Transition) {
+	if tw.err != nil {
+		return
+	}
+	if tw.json {
+		jt := jsonTransition{
+			Time: tr.Time.UTC(), Alert: tr.Rule, Group: tr.Group, Labels: tr.Labels.Map(),
+			From: tr.From.String(), State: tr.To.String(), Value: finite(tr.Value),
+			Score: finite(tr.Score), Expected: finite(tr.Expected), Lower: finite(tr.Lower), Upper: finite(tr.Upper),
+		}
+		if tr.Explanation != nil {
+			if b, err := json.Marshal(tr.Explanation); err == nil {
+				raw := json.RawMessage(b)
+				jt.Explanation = &raw
+			}
+		}
+		b, err := json.Marshal(jt)
+		if err != nil {
+			tw.err = err
+			return
+		}
+		_, tw.err = fmt.Fprintf(tw.w, "%s\n", b)
+		return
+	}
+	if tr.To == model.StateInactive || tr.To == model.StateWarmingUp {
+		return // JSON output has these; text keeps to what people act on
+	}
+	lbls := tr.Labels.DropMetricName()
+	line := fmt.Sprintf("%s  %-10s %s %s value=%s", tr.Time.UTC().Format(time.RFC3339), strings.ToUpper(tr.To.String()), tr.Rule, lbls.String(), fmtFloat(tr.Value))
+	if tr.Score != 0 {
+		line += fmt.Sprintf(" score=%.2f", tr.Score)
+	}
+	if tr.Explanation != nil && tr.Explanation.Summary != "" {
+		line += "\n    " + tr.Explanation.Summary
+	}
+	_, tw.err = fmt.Fprintln(tw.w, line)
+}
+
+func fmtFloat(v float64) string { return fmt.Sprintf("%.4g", v) }
+
+// finite maps NaN and ±Inf to 0 so that the JSON stays valid.
+func finite(v float64) float64 {
+	if v != v || v > 1e308 || v < -1e308 {
+		return 0
+	}
+	return v
+}
