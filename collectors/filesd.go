@@ -101,8 +101,7 @@ func readSDFile(f string) ([]StaticConfig, error) {
 // change: on file system events in the files' directories and every
 // refresh interval (watches can miss events on some file systems).
 func (d *fileSD) run(ctx context.Context, update func([]StaticConfig)) {
-	current := d.read()
-	update(current)
+	// Watch before the first read, so no change falls between the two.
 	var events <-chan fsnotify.Event
 	var errs <-chan error
 	if w, err := fsnotify.NewWatcher(); err != nil {
@@ -121,6 +120,8 @@ func (d *fileSD) run(ctx context.Context, update func([]StaticConfig)) {
 		}
 		events, errs = w.Events, w.Errors
 	}
+	current := d.read()
+	update(current)
 	t := time.NewTicker(d.refresh)
 	defer t.Stop()
 	for {

@@ -323,12 +323,13 @@ func (j *job) newLoop(key string, ls labels.Labels) *loop {
 		labels:   ls,
 		interval: sp.interval,
 		timeout:  sp.timeout,
-		offset:   time.Duration(h.Sum64() % uint64(sp.interval)),
-		runner:   r,
-		store:    j.s.store,
-		now:      j.s.now,
-		logger:   j.s.logger.With("job", sp.name, "instance", instance),
-		m:        j.m,
+		// Whole milliseconds, so sample timestamps show the exact phase.
+		offset: time.Duration(h.Sum64()%uint64(sp.interval.Milliseconds())) * time.Millisecond,
+		runner: r,
+		store:  j.s.store,
+		now:    j.s.now,
+		logger: j.s.logger.With("job", sp.name, "instance", instance),
+		m:      j.m,
 	}
 }
 
