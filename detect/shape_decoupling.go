@@ -171,6 +171,7 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 		return d.last
 	}
 	d.carried = 0
+	step := d.tick(ts)
 
 	zS := d.sym.z(sym, shapeFloorRel, shapeFloorAbs)
 	rS := d.sym.ratio(sym)
@@ -209,10 +210,10 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 		r.Explanation = d.explain(ts, sym, res, tr, okT, rS, rT, r.Score, cond)
 	}
 	if d.learning(ts, c.RelearnAfter) {
-		d.sym.update(ts, sym, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
-		d.res.update(ts, res, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
+		d.sym.update(step, sym, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
+		d.res.update(step, res, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 		if okT {
-			d.tr.update(ts, tr, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
+			d.tr.update(step, tr, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 		}
 	}
 	d.last = r

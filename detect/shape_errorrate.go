@@ -125,7 +125,6 @@ type ErrorRate struct {
 
 	errSum, reqSum float64 // decayed sums
 	n              int64
-	lastTS         int64
 	shapeLatch
 	carried int
 	last    Result
@@ -173,6 +172,7 @@ func (e *ErrorRate) Observe(ts int64, in Inputs) Result {
 		ev = 0
 	}
 	e.carried = 0
+	step := e.tick(ts)
 	scale := 1.0
 	if c.Input == "rate" {
 		scale = c.RateWindow.Seconds()
@@ -204,7 +204,7 @@ func (e *ErrorRate) Observe(ts int64, in Inputs) Result {
 		r.Explanation = e.explain(ts, k, n, share, p0, z, r, cond)
 	}
 	if e.learning(ts, c.RelearnAfter) {
-		e.learn(ts, k, n, p0)
+		e.learn(step, k, n, p0)
 	}
 	e.last = r
 	return r
@@ -212,20 +212,15 @@ func (e *ErrorRate) Observe(ts int64, in Inputs) Result {
 
 // learn folds the window into the decayed sums. Errors above MinRatio × p0
 // are clipped so a burst moves the baseline only a little.
-func (e *ErrorRate) learn(ts int64, k, n, p0 float64) {
+func (e *ErrorRate) learn(step int64, k, n, p0 float64) {
 	c := &e.cfg
 	if e.n >= int64(c.WarmUp) {
 		k = math.Min(k, n*p0*c.MinRatio)
 	}
-	decay := 1.0
-	if e.n > 0 {
-		dt := math.Max(0, float64(ts-e.lastTS))
-		decay = math.Exp(-dt / float64(c.Baseline.Milliseconds()))
-	}
+	decay := 1 - shapeAlpha(step, c.Baseline)
 	e.errSum = e.errSum*decay + k
 	e.reqSum = e.reqSum*decay + n
 	e.n++
-	e.lastTS = ts
 }
 
 func (e *ErrorRate) explain(ts int64, k, n, share, p0, z float64, r Result, cond bool) *model.Explanation {
@@ -272,7 +267,6 @@ func (e *ErrorRate) MarshalBinary() ([]byte, error) {
 	w.f64(e.errSum)
 	w.f64(e.reqSum)
 	w.i64(e.n)
-	w.i64(e.lastTS)
 	e.shapeLatch.encode(w)
 	w.i64(int64(e.carried))
 	if err := shapePutResult(w, &e.last); err != nil {
@@ -293,7 +287,6 @@ func (e *ErrorRate) UnmarshalBinary(b []byte) error {
 	n.errSum = r.f64()
 	n.reqSum = r.f64()
 	n.n = r.i64()
-	n.lastTS = r.i64()
 	n.shapeLatch.decode(r)
 	n.carried = int(r.i64())
 	n.last = shapeGetResult(r)

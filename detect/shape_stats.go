@@ -14,36 +14,35 @@ import (
 // baseline, score mapping, input helpers and the snapshot encoding.
 
 // shapeBaseline is an exponentially weighted mean and variance whose weight
-// follows elapsed time, so irregular intervals and gaps are handled. The
-// first updates use weight 1/n (a plain running mean), so a fresh baseline
-// is not dominated by its first sample.
+// follows the time between samples, so the time constant means the same at
+// any evaluation interval. The first updates use weight 1/n (a plain running
+// mean), so a fresh baseline is not dominated by its first sample.
 type shapeBaseline struct {
-	n      int64 // updates so far
-	mean   float64
-	vari   float64
-	lastTS int64
+	n    int64 // updates so far
+	mean float64
+	vari float64
 }
 
-// update folds v into the baseline with time constant tau. When clip > 0 and
-// the baseline is warm, v is first clipped to mean ± clip·sd so a single
-// outlier or the start of an incident moves the baseline only a little.
-func (b *shapeBaseline) update(ts int64, v float64, tau time.Duration, clip, floorRel, floorAbs float64, warm int) {
+// update folds v into the baseline with time constant tau; step is the time
+// since the previous observed sample. The step is capped at tau/10: a gap,
+// or a stretch when learning was frozen during an incident, must not make
+// the next sample replace the baseline and collapse its variance. When
+// clip > 0 and the baseline is warm, v is first clipped to mean ± clip·sd so
+// a single outlier or the start of an incident moves the baseline only a
+// little.
+func (b *shapeBaseline) update(step int64, v float64, tau time.Duration, clip, floorRel, floorAbs float64, warm int) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return
 	}
 	if b.n == 0 {
-		b.n, b.mean, b.vari, b.lastTS = 1, v, 0, ts
+		b.n, b.mean, b.vari = 1, v, 0
 		return
 	}
 	if clip > 0 && b.n >= int64(warm) {
 		sd := b.sd(floorRel, floorAbs)
 		v = math.Max(b.mean-clip*sd, math.Min(b.mean+clip*sd, v))
 	}
-	dt := float64(ts - b.lastTS)
-	if dt < 0 {
-		dt = 0
-	}
-	alpha := 1 - math.Exp(-dt/float64(tau.Milliseconds()))
+	alpha := shapeAlpha(step, tau)
 	if w := 1 / float64(b.n+1); alpha < w {
 		alpha = w
 	}
@@ -51,7 +50,14 @@ func (b *shapeBaseline) update(ts int64, v float64, tau time.Duration, clip, flo
 	b.mean += alpha * d
 	b.vari = (1 - alpha) * (b.vari + alpha*d*d)
 	b.n++
-	b.lastTS = ts
+}
+
+// shapeAlpha is the EWMA weight of a sample step ms after the previous one,
+// with the step capped at tau/10.
+func shapeAlpha(step int64, tau time.Duration) float64 {
+	t := float64(tau.Milliseconds())
+	dt := math.Max(0, math.Min(float64(step), t/10))
+	return 1 - math.Exp(-dt/t)
 }
 
 // sd is the standard deviation, floored relative to the mean and absolutely,
@@ -79,14 +85,12 @@ func (b *shapeBaseline) encode(e *encoder) {
 	e.i64(b.n)
 	e.f64(b.mean)
 	e.f64(b.vari)
-	e.i64(b.lastTS)
 }
 
 func (b *shapeBaseline) decode(d *decoder) {
 	b.n = d.i64()
 	b.mean = d.f64()
 	b.vari = d.f64()
-	b.lastTS = d.i64()
 }
 
 // shapeScore maps a z-like statistic (up only) to the package-wide score
@@ -203,6 +207,19 @@ type shapeLatch struct {
 	since    int64 // ts of the first sample of the firing episode
 	clearing bool
 	clearAt  int64 // ts of the first clear sample while firing
+	prevTS   int64 // ts of the previous sample with data
+	seen     bool
+}
+
+// tick records a sample with data and returns the time since the previous
+// one (0 for the first).
+func (l *shapeLatch) tick(ts int64) int64 {
+	step := int64(0)
+	if l.seen {
+		step = max(0, ts-l.prevTS)
+	}
+	l.prevTS, l.seen = ts, true
+	return step
 }
 
 // step feeds one sample's condition and reports whether the latch fires.
@@ -248,6 +265,8 @@ func (l *shapeLatch) encode(e *encoder) {
 	e.i64(l.since)
 	e.bool(l.clearing)
 	e.i64(l.clearAt)
+	e.i64(l.prevTS)
+	e.bool(l.seen)
 }
 
 func (l *shapeLatch) decode(d *decoder) {
@@ -257,4 +276,6 @@ func (l *shapeLatch) decode(d *decoder) {
 	l.since = d.i64()
 	l.clearing = d.bool()
 	l.clearAt = d.i64()
+	l.prevTS = d.i64()
+	l.seen = d.bool()
 }

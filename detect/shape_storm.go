@@ -248,6 +248,7 @@ func (s *Storm) Observe(ts int64, in Inputs) Result {
 		return s.last
 	}
 	s.carried = 0
+	step := s.tick(ts)
 	share := st.lim / st.req
 	sd := s.share.sd(0, shapeShareFloor)
 	z := (share - s.share.mean) / sd
@@ -284,8 +285,8 @@ func (s *Storm) Observe(ts int64, in Inputs) Result {
 	}
 	s.wasCond = cond
 	if s.learning(ts, c.RelearnAfter) {
-		s.share.update(ts, share, c.Baseline, c.Sigmas, 0, shapeShareFloor, c.WarmUp)
-		s.reqs.update(ts, st.req, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
+		s.share.update(step, share, c.Baseline, c.Sigmas, 0, shapeShareFloor, c.WarmUp)
+		s.reqs.update(step, st.req, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 	}
 	s.last = r
 	return r

@@ -198,6 +198,7 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 		return s.last
 	}
 	s.carried = 0
+	step := s.tick(ts)
 	if s.reqs.n == 0 {
 		s.lowAt, s.surgeAt, s.latAt, s.queueAt, s.errAt, s.healthAt = ts, shapeNever, shapeNever, shapeNever, shapeNever, shapeNever
 	}
@@ -284,27 +285,27 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 		s.surging = false
 	}
 	if (!s.surging && s.learning(ts, c.RelearnAfter)) || (s.surging && ts-s.surgeAt >= c.RelearnAfter.Milliseconds()) {
-		s.learn(ts, &o)
+		s.learn(step, &o)
 	}
 	s.last = r
 	return r
 }
 
-func (s *Surge) learn(ts int64, o *shapeSurgeObs) {
+func (s *Surge) learn(step int64, o *shapeSurgeObs) {
 	c := &s.cfg
-	s.reqs.update(ts, o.req, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
+	s.reqs.update(step, o.req, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 	if o.okLat {
-		s.lat.update(ts, o.lat, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
+		s.lat.update(step, o.lat, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 	}
 	if o.okQueue {
-		s.queue.update(ts, o.queue, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
+		s.queue.update(step, o.queue, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 	}
 	if o.okErr {
-		s.errShare.update(ts, o.errShare, c.Baseline, c.Sigmas, 0, shapeShareFloor, c.WarmUp)
+		s.errShare.update(step, o.errShare, c.Baseline, c.Sigmas, 0, shapeShareFloor, c.WarmUp)
 	}
 	if o.okHealth {
-		s.healthFrac.update(ts, o.frac, c.Baseline, 0, 0, 0, c.WarmUp)
-		s.healthTotal.update(ts, math.Max(o.total, o.healthy), c.Baseline, 0, 0, 0, c.WarmUp)
+		s.healthFrac.update(step, o.frac, c.Baseline, 0, 0, 0, c.WarmUp)
+		s.healthTotal.update(step, math.Max(o.total, o.healthy), c.Baseline, 0, 0, 0, c.WarmUp)
 	}
 }
 
