@@ -218,6 +218,28 @@ func TestOutages(t *testing.T) {
 			},
 		},
 		{
+			name: "one abusive client: only it is limited (the storm's look-alike)",
+			opts: Options{Workers: 16, Timeout: time.Second, CPUWork: 500 * time.Microsecond, BackendWait: 5 * time.Millisecond,
+				ClientRate: 5, ClientBurst: 5},
+			load:    loadgen.Options{Curve: loadgen.Curve{Base: 100}},
+			n:       100,
+			inject:  func(e *env) { e.gen.SetHotShare(0.3) },
+			settled: func(e *env) bool { return true },
+			normal: func(t *testing.T, w window) {
+				require.Zero(t, w.requests(match{"code": "429"}, nil))
+			},
+			fault: func(t *testing.T, normal, fault window) {
+				limited := fault.byClient("429")
+				require.Contains(t, limited, loadgen.ClientID(0))
+				require.LessOrEqual(t, len(limited), 2, "limited clients: %v", limited)
+				require.GreaterOrEqual(t, limited[loadgen.ClientID(0)], 0.9*fault.requests(match{"code": "429"}, nil))
+			},
+			remove: func(e *env) { e.gen.SetHotShare(0) },
+			recovered: func(e *env, w window) bool {
+				return share(w.requests(match{"code": "429"}, nil), w.requests(nil, nil)) < 0.01
+			},
+		},
+		{
 			name: "surge: 5xx, timeouts and failing health checks from a saturated pool",
 			opts: Options{Workers: 4, QueueSize: 32, Timeout: 300 * time.Millisecond,
 				CPUWork: time.Millisecond, BackendWait: 40 * time.Millisecond, ClientRate: -1},

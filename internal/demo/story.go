@@ -68,6 +68,10 @@ type StoryOptions struct {
 	// Normal is a quiet phase after the warm-up and after each recovery,
 	// where any alert is a false alert.
 	Normal time.Duration
+	// LookAlike, when positive, adds a normal phase of that length in which
+	// one client sends most requests and alone gets 429s: concentrated
+	// limiting, which must not be taken for a rate-limit storm.
+	LookAlike time.Duration
 	// Outage is how long each fault lasts; Recovery how long the story
 	// waits after removing it.
 	Outage, Recovery time.Duration
@@ -89,6 +93,14 @@ func DefaultPhases(svc *Service, gen *loadgen.Generator, o StoryOptions) []Phase
 	ps := []Phase{
 		{Name: "warm-up: detectors learn normal traffic", Kind: PhaseWarmUp, Duration: o.WarmUp},
 		{Name: "normal traffic", Kind: PhaseNormal, Duration: o.Normal},
+	}
+	if o.LookAlike > 0 {
+		ps = append(ps, Phase{
+			Name: "look-alike: one abusive client is rate limited, the others are not (no alert expected)",
+			Kind: PhaseNormal, Duration: o.LookAlike,
+			Begin: func() error { gen.SetHotShare(0.6); return nil },
+			End:   func() error { gen.SetHotShare(0); return nil },
+		})
 	}
 	outage := func(name, what string, expect []string, begin, end func() error) {
 		ps = append(ps,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seismo-agent/seismo/internal/demo/loadgen"
 	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/notify/draft"
 	"github.com/seismo-agent/seismo/notify/webhook"
@@ -136,4 +137,44 @@ func countLines(text, sub string) int {
 		}
 	}
 	return n
+}
+
+func TestDefaultPhases(t *testing.T) {
+	svc, err := NewService(Options{})
+	require.NoError(t, err)
+	gen, err := loadgen.New(loadgen.Options{Target: "http://127.0.0.1:1", Duration: time.Second})
+	require.NoError(t, err)
+	ps := DefaultPhases(svc, gen, StoryOptions{WarmUp: 3 * time.Second, Normal: 2 * time.Second, LookAlike: time.Second, Outage: 5 * time.Second, Recovery: 4 * time.Second})
+	var kinds []PhaseKind
+	var total time.Duration
+	for _, p := range ps {
+		kinds = append(kinds, p.Kind)
+		total += p.Duration
+	}
+	require.Equal(t, []PhaseKind{PhaseWarmUp, PhaseNormal, PhaseNormal,
+		PhaseOutage, PhaseRecovery, PhaseNormal,
+		PhaseOutage, PhaseRecovery, PhaseNormal,
+		PhaseOutage, PhaseRecovery, PhaseNormal}, kinds)
+	require.Equal(t, 3*time.Second+2*time.Second+time.Second+3*(5*time.Second+4*time.Second+2*time.Second), total)
+
+	// Each outage's Begin and End switch its mechanism on and off.
+	checks := []func() bool{
+		func() bool { return svc.FaultActive(FaultPoolShrink) },
+		func() bool { return svc.FaultActive(FaultLimiterGlobal) },
+		func() bool { return gen.SurgeFactor() == 5 },
+	}
+	i := 0
+	for _, p := range ps {
+		if p.Kind != PhaseOutage {
+			continue
+		}
+		require.NotEmpty(t, p.Expect)
+		require.False(t, checks[i](), p.Name)
+		require.NoError(t, p.Begin())
+		require.True(t, checks[i](), p.Name)
+		require.NoError(t, p.End())
+		require.False(t, checks[i](), p.Name)
+		i++
+	}
+	require.Equal(t, 3, i)
 }

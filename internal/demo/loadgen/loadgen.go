@@ -69,6 +69,10 @@ type Options struct {
 	MaxInFlight int
 	// Timeout bounds each request (default 5s).
 	Timeout time.Duration
+	// HotShare is the share of requests sent by client 0 rather than a
+	// random client: one abusive client, the look-alike of a rate-limit
+	// storm (0: none).
+	HotShare float64
 	// Seed makes the choice of clients and routes reproducible.
 	Seed uint64
 	// Client sends the requests (default: an http.Client with keep-alive
@@ -99,10 +103,11 @@ type Generator struct {
 	transport *http.Transport // set when the generator owns the client
 	cum       []float64       // cumulative route weights
 
-	mu      sync.Mutex
-	started time.Time
-	surge   Surge
-	running bool
+	mu       sync.Mutex
+	started  time.Time
+	surge    Surge
+	hotShare float64
+	running  bool
 
 	sent, ok, limited, server, other, failed, skipped atomic.Int64
 }
@@ -138,10 +143,13 @@ func New(opts Options) (*Generator, error) {
 	if opts.Duration <= 0 && opts.MaxRequests <= 0 {
 		errs = append(errs, errors.New("duration, max_requests: at least one bound must be set"))
 	}
+	if opts.HotShare < 0 || opts.HotShare > 1 {
+		errs = append(errs, fmt.Errorf("hot_share: must be in [0, 1], got %g", opts.HotShare))
+	}
 	if opts.MaxInFlight < 1 {
 		errs = append(errs, fmt.Errorf("max_in_flight: must be at least 1, got %d", opts.MaxInFlight))
 	}
-	g := &Generator{opts: opts, surge: opts.Curve.Surge}
+	g := &Generator{opts: opts, surge: opts.Curve.Surge, hotShare: opts.HotShare}
 	total := 0.0
 	g.opts.Routes = slices.Clone(opts.Routes)
 	for i, r := range g.opts.Routes {
@@ -186,11 +194,29 @@ func (g *Generator) Surge(factor float64, ramp time.Duration) {
 	g.surge = Surge{Start: start, Ramp: ramp, Factor: factor}
 }
 
+// SurgeFactor returns the factor of the surge in progress, 1 when none.
+func (g *Generator) SurgeFactor() float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.surge.Factor <= 0 {
+		return 1
+	}
+	return g.surge.Factor
+}
+
 // EndSurge returns the rate to normal at once.
 func (g *Generator) EndSurge() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.surge = Surge{}
+}
+
+// SetHotShare makes client 0 send share of all requests from now on
+// (clamped to [0, 1]; 0 ends it).
+func (g *Generator) SetHotShare(share float64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.hotShare = max(0, min(1, share))
 }
 
 // Rate returns the rate the generator is aiming for now.
@@ -254,7 +280,7 @@ func (g *Generator) Run(ctx context.Context) (Report, error) {
 			break
 		}
 		g.mu.Lock()
-		rate := g.rateLocked(next)
+		rate, hot := g.rateLocked(next), g.hotShare
 		g.mu.Unlock()
 		if rate <= 0 {
 			rate = 0.1 // re-check the curve at least every 10 s
@@ -285,6 +311,9 @@ func (g *Generator) Run(ctx context.Context) (Report, error) {
 			break
 		}
 		client := rng.IntN(g.opts.Clients)
+		if hot > 0 && rng.Float64() < hot {
+			client = 0
+		}
 		route := g.pickRoute(rng.Float64() * g.cum[len(g.cum)-1])
 		select {
 		case sem <- struct{}{}:

@@ -105,6 +105,14 @@ func TestRun(t *testing.T) {
 			},
 		},
 		{
+			name: "a hot client sends its share",
+			opts: Options{Curve: Curve{Base: 100}, Duration: 10 * time.Second, HotShare: 0.5},
+			check: func(t *testing.T, r Report, d *fakeDoer) {
+				require.InDelta(t, 0.5*float64(r.Sent)+0.5*float64(r.Sent)/50, d.clients[ClientID(0)], 0.05*float64(r.Sent))
+				require.InDelta(t, 0.5*float64(r.Sent)/50, d.clients[ClientID(1)], 0.02*float64(r.Sent))
+			},
+		},
+		{
 			name: "scheduled surge multiplies the rate",
 			opts: Options{Curve: Curve{Base: 10, Surge: Surge{Start: 5 * time.Second, Factor: 5}}, Duration: 10 * time.Second},
 			check: func(t *testing.T, r Report, d *fakeDoer) {
@@ -139,8 +147,10 @@ func TestRun(t *testing.T) {
 				}()
 				if tt.surgeAt > 0 {
 					time.Sleep(tt.surgeAt) // virtual time inside the bubble
+					require.Equal(t, 1.0, g.SurgeFactor())
 					g.Surge(5, 0)
 					require.InDelta(t, 50, g.Rate(), 1e-9)
+					require.Equal(t, 5.0, g.SurgeFactor())
 				}
 				r := <-done
 				require.Equal(t, r, g.Report())
@@ -206,8 +216,8 @@ func TestNewValidates(t *testing.T) {
 	}{
 		{"no bound", Options{Target: "http://127.0.0.1:1"}, []string{"duration, max_requests"}},
 		{"bad target", Options{Target: "127.0.0.1:1", Duration: time.Second}, []string{"target"}},
-		{"everything wrong", Options{Target: "ftp://x", Clients: -1, MaxInFlight: -1, Curve: Curve{Amplitude: 1.5}, Routes: []Route{{Path: "x", Weight: -1}}},
-			[]string{"target", "clients", "curve", "duration", "max_in_flight", "routes[0]", "total weight"}},
+		{"everything wrong", Options{Target: "ftp://x", Clients: -1, MaxInFlight: -1, HotShare: 2, Curve: Curve{Amplitude: 1.5}, Routes: []Route{{Path: "x", Weight: -1}}},
+			[]string{"target", "clients", "curve", "duration", "max_in_flight", "hot_share", "routes[0]", "total weight"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
