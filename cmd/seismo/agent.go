@@ -152,21 +152,65 @@ func (a *agent) metricsSet() *metrics.Set {
 // run runs the HTTP server, every service and the main loop until ctx ends
 // or one of them fails, and returns the first failure (nil after a clean
 // stop).
+//
+// Shutdown is ordered: readiness goes to 503, then the services stop one at
+// a time in the order they were added (data-flow order, so collectors and
+// rules stop before notify, which can still deliver what they sent), then
+// the main loop (which keeps feeding the watchdog during the drain), and the
+// HTTP server last, so /-/healthy answers until the end.
 func (a *agent) run(ctx context.Context) error {
 	defer a.web.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+
+	// stage is one member of the shutdown order, with its own context.
+	type stage struct {
+		ctx    context.Context
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	newStage := func() *stage {
+		c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		return &stage{ctx: c, cancel: cancel, done: make(chan struct{})}
+	}
+	services := make([]*stage, len(a.services))
+	for i := range services {
+		services[i] = newStage()
+	}
+	loop, web := newStage(), newStage()
+	order := append(append(services, loop), web)
+	stop := sync.OnceFunc(func() {
+		a.web.SetReady(false)
+		a.opts.notify("STOPPING=1")
+		for _, st := range order {
+			st.cancel()
+			<-st.done
+		}
+	})
+
 	var g run.Group
-	g.Add(func() error { return a.web.Run(ctx) }, func(error) { cancel() })
-	for _, s := range a.services {
+	// The first actor turns the parent context's end into a shutdown.
+	parentDone := make(chan struct{})
+	g.Add(func() error {
+		select {
+		case <-ctx.Done():
+		case <-parentDone:
+		}
+		return nil
+	}, func(error) { close(parentDone); stop() })
+	add := func(st *stage, name string, fn func(context.Context) error) {
 		g.Add(func() error {
-			if err := s.run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-				return fmt.Errorf("%s: %w", s.name, err)
+			defer close(st.done)
+			err := fn(st.ctx)
+			if err != nil && !(errors.Is(err, context.Canceled) && st.ctx.Err() != nil) {
+				return fmt.Errorf("%s: %w", name, err)
 			}
 			return nil
-		}, func(error) { cancel() })
+		}, func(error) { stop() })
 	}
-	g.Add(func() error { return a.loop(ctx) }, func(error) { cancel() })
+	for i, s := range a.services {
+		add(services[i], s.name, s.run)
+	}
+	add(loop, "main loop", a.loop)
+	add(web, "http", a.web.Run)
 	return g.Run()
 }
 
@@ -204,8 +248,6 @@ func (a *agent) loop(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			a.web.SetReady(false)
-			a.opts.notify("STOPPING=1")
 			return nil
 		case <-started:
 			pending = pending[1:]

@@ -322,7 +322,6 @@ func TestWatchdogPingsFromMainLoop(t *testing.T) {
 
 		cancel()
 		require.NoError(t, <-done)
-		require.Equal(t, 1, rec.count("STOPPING=1"))
 	})
 }
 
@@ -333,4 +332,76 @@ func TestReloadRequestAfterStopFailsAtOnce(t *testing.T) {
 	require.NoError(t, a.run(ctx))
 	err := a.requestReload(context.Background())
 	require.ErrorIs(t, err, errAgentStopped)
+}
+
+// TestShutdownIsOrdered stops services one at a time in the order they were
+// added, while /-/healthy still answers and /-/ready already says 503.
+func TestShutdownIsOrdered(t *testing.T) {
+	rec := &recorder{}
+	a := newTestAgent(t, agentOptions{notify: rec.notify})
+	var mu sync.Mutex
+	var events []string
+	event := func(e string) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}
+	draining := make(chan struct{})
+	release := make(chan struct{})
+	for _, name := range []string{"collectors", "rules", "notify"} {
+		a.addService(service{name: name, run: func(ctx context.Context) error {
+			<-ctx.Done()
+			event(name + " stopping")
+			if name == "rules" {
+				close(draining)
+				<-release
+			}
+			event(name + " stopped")
+			return nil
+		}})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.run(ctx) }()
+	base := "http://" + a.web.Addr().String()
+	code, _ := do(t, "GET", base+"/-/healthy")
+	require.Equal(t, http.StatusOK, code)
+
+	cancel()
+	<-draining // rules is draining; notify has not been asked to stop
+	code, _ = do(t, "GET", base+"/-/healthy")
+	require.Equal(t, http.StatusOK, code, "healthy answers during the drain")
+	code, _ = do(t, "GET", base+"/-/ready")
+	require.Equal(t, http.StatusServiceUnavailable, code, "not ready during the drain")
+	close(release)
+
+	require.NoError(t, <-done)
+	require.Equal(t, []string{
+		"collectors stopping", "collectors stopped",
+		"rules stopping", "rules stopped",
+		"notify stopping", "notify stopped",
+	}, events)
+	require.Equal(t, 1, rec.count("STOPPING=1"))
+}
+
+// TestFailedServiceStopsTheRestInOrder: a failing service ends the agent
+// with its error, and the others are still stopped in order.
+func TestFailedServiceStopsTheRestInOrder(t *testing.T) {
+	a := newTestAgent(t, agentOptions{})
+	var mu sync.Mutex
+	var stopped []string
+	for _, name := range []string{"a", "b", "c"} {
+		a.addService(service{name: name, run: func(ctx context.Context) error {
+			if name == "b" {
+				return errors.New("broke")
+			}
+			<-ctx.Done()
+			mu.Lock()
+			stopped = append(stopped, name)
+			mu.Unlock()
+			return nil
+		}})
+	}
+	require.EqualError(t, a.run(context.Background()), "b: broke")
+	require.Equal(t, []string{"a", "c"}, stopped)
 }
