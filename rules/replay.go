@@ -10,6 +10,7 @@ import (
 
 	"github.com/seismo-agent/seismo/datasource"
 	"github.com/seismo-agent/seismo/detect"
+	smodel "github.com/seismo-agent/seismo/internal/model"
 )
 
 // ReplayOptions configure a replay: rules evaluated over recorded data as
@@ -71,7 +72,9 @@ func Replay(ctx context.Context, opts ReplayOptions) (*ReplayResult, error) {
 		Kinds:  opts.Kinds,
 		OnTransition: func(tr Transition) {
 			res.Transitions = append(res.Transitions, tr)
-			alerted[tr.Rule] = true
+			if tr.To == smodel.StatePending || tr.To == smodel.StateFiring {
+				alerted[tr.Rule] = true
+			}
 			if opts.OnTransition != nil {
 				opts.OnTransition(tr)
 			}

@@ -1,0 +1,304 @@
+package rules
+
+import (
+	"cmp"
+	"encoding/json"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/seismo-agent/seismo/detect"
+	"github.com/seismo-agent/seismo/internal/model"
+)
+
+// The API answers in Prometheus' shapes (so Grafana and scripts that read
+// Prometheus' /api/v1/rules and /api/v1/alerts work), with the detector's
+// view added: score, expected value, band and explanation.
+
+type apiResponse struct {
+	Status    string `json:"status"`
+	Data      any    `json:"data,omitempty"`
+	ErrorType string `json:"errorType,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+type apiBand struct {
+	Lower float64 `json:"lower"`
+	Upper float64 `json:"upper"`
+}
+
+type apiAlert struct {
+	Labels          map[string]string  `json:"labels"`
+	Annotations     map[string]string  `json:"annotations"`
+	State           string             `json:"state"`
+	ActiveAt        *time.Time         `json:"activeAt,omitempty"`
+	FiredAt         *time.Time         `json:"firedAt,omitempty"`
+	ResolvedAt      *time.Time         `json:"resolvedAt,omitempty"`
+	KeepFiringSince *time.Time         `json:"keepFiringSince,omitempty"`
+	Value           string             `json:"value"`
+	Flapping        bool               `json:"flapping,omitempty"`
+	Score           *float64           `json:"score,omitempty"`
+	Expected        *float64           `json:"expected,omitempty"`
+	Band            *apiBand           `json:"band,omitempty"`
+	Explanation     *model.Explanation `json:"explanation,omitempty"`
+	Draft           *model.Draft       `json:"draft,omitempty"`
+}
+
+type apiDetector struct {
+	Type    string            `json:"type"`
+	Signals map[string]string `json:"signals,omitempty"`
+	// Series is the number of detector instances (one per series).
+	Series int `json:"series"`
+	// WarmingUp counts instances without enough history to judge.
+	WarmingUp int `json:"warmingUp"`
+}
+
+type apiRule struct {
+	State          string            `json:"state,omitempty"`
+	Name           string            `json:"name"`
+	Query          string            `json:"query"`
+	Duration       float64           `json:"duration,omitempty"`
+	KeepFiringFor  float64           `json:"keepFiringFor,omitempty"`
+	Labels         map[string]string `json:"labels"`
+	Annotations    map[string]string `json:"annotations,omitempty"`
+	Alerts         []apiAlert        `json:"alerts,omitempty"`
+	Health         string            `json:"health"`
+	LastError      string            `json:"lastError,omitempty"`
+	EvaluationTime float64           `json:"evaluationTime"`
+	LastEvaluation time.Time         `json:"lastEvaluation"`
+	Type           string            `json:"type"`
+	// Kind is "anomaly" for anomaly rules (Type stays "alerting").
+	Kind     string       `json:"kind,omitempty"`
+	Enabled  bool         `json:"enabled"`
+	Detector *apiDetector `json:"detector,omitempty"`
+	Draft    *model.Draft `json:"draft,omitempty"`
+}
+
+type apiGroup struct {
+	Name           string    `json:"name"`
+	File           string    `json:"file"`
+	Rules          []apiRule `json:"rules"`
+	Interval       float64   `json:"interval"`
+	Limit          int       `json:"limit"`
+	Datasource     string    `json:"datasource,omitempty"`
+	EvaluationTime float64   `json:"evaluationTime"`
+	LastEvaluation time.Time `json:"lastEvaluation"`
+}
+
+func writeAPI(w http.ResponseWriter, code int, v apiResponse) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func finitePtr(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func (rs *ruleState) apiAlerts() []apiAlert {
+	out := make([]apiAlert, 0, len(rs.alerts))
+	for _, a := range rs.alerts {
+		aa := apiAlert{
+			Labels:          a.Labels.Map(),
+			Annotations:     a.Annotations.Map(),
+			State:           a.State.String(),
+			ActiveAt:        timePtr(a.ActiveAt),
+			FiredAt:         timePtr(a.FiredAt),
+			ResolvedAt:      timePtr(a.ResolvedAt),
+			KeepFiringSince: timePtr(a.KeepFiringSince),
+			Value:           strconv.FormatFloat(a.Value, 'e', -1, 64),
+			Flapping:        a.Flapping,
+			Explanation:     a.Explanation,
+			Draft:           rs.rule.Draft,
+		}
+		if rs.rule.Detector != nil && a.State != model.StateWarmingUp {
+			aa.Score = finitePtr(a.Verdict.Score)
+			aa.Expected = finitePtr(a.Verdict.Expected)
+			if a.Verdict.Upper > a.Verdict.Lower {
+				aa.Band = &apiBand{Lower: a.Verdict.Lower, Upper: a.Verdict.Upper}
+			}
+		}
+		out = append(out, aa)
+	}
+	slices.SortFunc(out, func(a, b apiAlert) int {
+		return cmp.Compare(labelString(a.Labels), labelString(b.Labels))
+	})
+	return out
+}
+
+func labelString(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	s := ""
+	for _, k := range keys {
+		s += k + "\x00" + m[k] + "\x00"
+	}
+	return s
+}
+
+func (rs *ruleState) api() apiRule {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.rule
+	ar := apiRule{
+		Name:           r.Name,
+		Query:          r.Expr,
+		Labels:         r.Labels.Map(),
+		Health:         "unknown",
+		EvaluationTime: rs.evalDur.Seconds(),
+		LastEvaluation: rs.lastEval,
+		Enabled:        r.Enabled,
+		Draft:          r.Draft,
+	}
+	switch {
+	case rs.lastErr != nil:
+		ar.Health, ar.LastError = "err", rs.lastErr.Error()
+	case !rs.lastEval.IsZero():
+		ar.Health = "ok"
+	}
+	if r.Type == TypeRecording {
+		ar.Type = "recording"
+		return ar
+	}
+	ar.Type = "alerting"
+	ar.Duration = r.For.Seconds()
+	ar.KeepFiringFor = r.KeepFiringFor.Seconds()
+	ar.Annotations = r.Annotations.Map()
+	ar.Alerts = rs.apiAlerts()
+	ar.State = "inactive"
+	for _, a := range ar.Alerts {
+		// The rule's state is its most advanced alert's.
+		if stateRank(a.State) > stateRank(ar.State) {
+			ar.State = a.State
+		}
+	}
+	if r.Type == TypeAnomaly {
+		ar.Kind = "anomaly"
+		d := &apiDetector{Type: r.Detector.Type, Series: len(rs.series)}
+		for _, ss := range rs.series {
+			if ss.last.State == detect.StateWarmingUp {
+				d.WarmingUp++
+			}
+		}
+		if rs.comp != nil {
+			d.Series = 1
+			if rs.composite.last.State == detect.StateWarmingUp {
+				d.WarmingUp = 1
+			}
+		}
+		if len(r.Detector.Signals) > 0 {
+			d.Signals = map[string]string{}
+			for _, s := range r.Detector.Signals {
+				d.Signals[s.Name] = s.Expr
+			}
+		}
+		ar.Detector = d
+	}
+	return ar
+}
+
+func stateRank(s string) int {
+	switch s {
+	case "warming_up":
+		return 1
+	case "resolved":
+		return 2
+	case "pending":
+		return 3
+	case "firing":
+		return 4
+	}
+	return 0
+}
+
+// RulesHandler serves GET /api/v1/rules: every group and rule with its
+// health and alerts. Query parameters as Prometheus: type=alert|record,
+// rule_name[], rule_group[], file[].
+func (m *Manager) RulesHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			writeAPI(w, http.StatusBadRequest, apiResponse{Status: "error", ErrorType: "bad_data", Error: err.Error()})
+			return
+		}
+		typ := r.Form.Get("type")
+		if typ != "" && typ != "alert" && typ != "record" {
+			writeAPI(w, http.StatusBadRequest, apiResponse{Status: "error", ErrorType: "bad_data", Error: `type must be "alert" or "record"`})
+			return
+		}
+		names, groupsF, files := set(r.Form["rule_name[]"]), set(r.Form["rule_group[]"]), set(r.Form["file[]"])
+		m.mu.Lock()
+		groups := m.groups
+		m.mu.Unlock()
+		out := []apiGroup{}
+		for _, g := range groups {
+			if !groupsF.has(g.spec.Name) || !files.has(g.spec.File) {
+				continue
+			}
+			g.mu.Lock()
+			ag := apiGroup{
+				Name: g.spec.Name, File: g.spec.File, Interval: g.spec.Interval.Seconds(),
+				Limit: g.spec.Limit, Datasource: g.spec.Source,
+				EvaluationTime: g.evalDur.Seconds(), LastEvaluation: g.lastEval, Rules: []apiRule{},
+			}
+			g.mu.Unlock()
+			for _, rs := range g.rules {
+				isRec := rs.rule.Type == TypeRecording
+				if (typ == "alert" && isRec) || (typ == "record" && !isRec) || !names.has(rs.rule.Name) {
+					continue
+				}
+				ag.Rules = append(ag.Rules, rs.api())
+			}
+			if len(ag.Rules) > 0 || (len(names) == 0 && typ == "") {
+				out = append(out, ag)
+			}
+		}
+		writeAPI(w, http.StatusOK, apiResponse{Status: "success", Data: map[string]any{"groups": out}})
+	})
+}
+
+// AlertsHandler serves GET /api/v1/alerts: every pending, firing, warming-up
+// and recently resolved alert.
+func (m *Manager) AlertsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.mu.Lock()
+		groups := m.groups
+		m.mu.Unlock()
+		alerts := []apiAlert{}
+		for _, g := range groups {
+			for _, rs := range g.rules {
+				rs.mu.Lock()
+				alerts = append(alerts, rs.apiAlerts()...)
+				rs.mu.Unlock()
+			}
+		}
+		writeAPI(w, http.StatusOK, apiResponse{Status: "success", Data: map[string]any{"alerts": alerts}})
+	})
+}
+
+type stringSet map[string]bool
+
+func set(vals []string) stringSet {
+	s := stringSet{}
+	for _, v := range vals {
+		s[v] = true
+	}
+	return s
+}
+
+// has reports membership; an empty set matches everything.
+func (s stringSet) has(v string) bool { return len(s) == 0 || s[v] }
