@@ -234,7 +234,7 @@ func TestShapeStormJoin(t *testing.T) {
 			d, err := k.NewConfig().(CompositeConfig).New()
 			require.NoError(t, err)
 			st := d.(*Storm).stats(reqs, tt.lim)
-			require.Equal(t, shapeStormStats{req: 100, lim: 31, hhi: (1 + 900) / 961.0, active: 4, affected: 1}, st)
+			require.Equal(t, shapeStormStats{req: 100, lim: 31, hhi: (1 + 900) / 961.0, active: 4, affected: 1, keyed: true}, st)
 			require.Equal(t, "c", d.(*Storm).shapeTop[0].key)
 			require.Equal(t, "a", d.(*Storm).shapeTop[1].key)
 		})

@@ -149,6 +149,7 @@ const shapeShareFloor = 0.005
 type shapeStormStats struct {
 	req, lim, hhi    float64
 	active, affected int
+	keyed            bool // some sample has a key: breadth is known
 }
 
 func (s *Storm) stats(reqs, lim []Sample) shapeStormStats {
@@ -199,6 +200,7 @@ func (s *Storm) stats(reqs, lim []Sample) shapeStormStats {
 			l = 0
 		}
 		l = math.Min(l, r)
+		st.keyed = st.keyed || x.Key != ""
 		st.req += r
 		st.lim += l
 		sumSq += l * l
@@ -328,18 +330,31 @@ func (s *Storm) explain(ts int64, now *shapeStormStats, score float64) *model.Ex
 		eased = "; eased to " + shapeVal(now.lim/now.req, "ratio") + " " + shapeDur(ts-s.jumpAt) +
 			" ago, holding " + shapeDur(c.ResolveAfter.Milliseconds()) + " before resolving"
 	}
-	if !s.broad {
+	top := ""
+	if len(b.Top) > 0 && st.lim > 0 {
+		top = "; top " + c.KeyLabel + " " + b.Top[0] + " has " + shapeVal(s.jumpTop[0].v/st.lim, "ratio") + " of the 429s"
+	}
+	switch {
+	case !st.keyed:
+		// Without a breakdown breadth is unknown; the jump pages as broad.
+		x.Breadth = nil
+		x.Kind = "rate_limit_storm"
+		x.Cause = "the rate limiter is rejecting a large share of all requests"
+		x.Summary = head + " for " + shapeDur(ts-s.since) + eased + " (no per-" + c.KeyLabel +
+			" breakdown: aggregate the signals by " + c.KeyLabel + " to tell a storm from one heavy " +
+			c.KeyLabel + "): check the limiter's keys and config since the last deploy"
+		return x
+	case !s.broad && st.affected <= c.ConcentratedClients:
 		x.Kind = "concentrated_limiting"
 		x.Cause = "legitimate limiting of a heavy " + c.KeyLabel
-		top := ""
-		if len(b.Top) > 0 && st.lim > 0 {
-			top = "; top " + c.KeyLabel + " " + b.Top[0] + " has " + shapeVal(s.jumpTop[0].v/st.lim, "ratio") + " of the 429s"
-		}
-		if st.affected > c.ConcentratedClients {
-			x.Cause = "limiting of a subset of " + c.KeyLabel + "s"
-		}
 		x.Summary = head + ", concentrated: " + who + top + " (concentration " + shapeNum(b.Concentration) +
 			")" + eased + ": " + x.Cause + ", not a misbehaving limiter — no page"
+		return x
+	case !s.broad:
+		x.Kind = "rate_limit_storm"
+		x.Cause = "the rate limiter is rejecting a subset of " + c.KeyLabel + "s (one shard, route or region?)"
+		x.Summary = head + ", partial: " + who + " (" + shapeVal(b.AffectedShare, "ratio") + ", below the " +
+			shapeVal(c.Breadth, "ratio") + " that pages" + top + ")" + eased + ": " + x.Cause + " — no page yet"
 		return x
 	}
 	x.Kind = "rate_limit_storm"
@@ -377,6 +392,7 @@ func (s *Storm) MarshalBinary() ([]byte, error) {
 	}
 	w.i64(int64(s.jump.active))
 	w.i64(int64(s.jump.affected))
+	w.bool(s.jump.keyed)
 	w.i64(s.jumpAt)
 	for _, t := range s.jumpTop {
 		shapePutStr(w, t.key)
@@ -407,6 +423,7 @@ func (s *Storm) UnmarshalBinary(b []byte) error {
 	n.jump.req, n.jump.lim, n.jump.hhi = r.f64(), r.f64(), r.f64()
 	n.jump.active = int(r.i64())
 	n.jump.affected = int(r.i64())
+	n.jump.keyed = r.bool()
 	n.jumpAt = r.i64()
 	for i := range n.jumpTop {
 		n.jumpTop[i].key = shapeGetStr(r)

@@ -329,25 +329,25 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 		if t == shapeNever {
 			return ""
 		}
-		return " (from +" + shapeDur(t-s.surgeAt) + ")"
+		return "from +" + shapeDur(t-s.surgeAt)
 	}
 	if o.okLat {
 		x.Signals = append(x.Signals, shapeSignal("latency", "s", o.lat, &s.lat, c.Sigmas, shapeFloorRel, shapeFloorAbs))
 		if s.latAt != shapeNever {
-			signs = append(signs, "latency "+shapeVal(o.lat, "s")+" vs normal "+shapeVal(s.lat.mean, "s")+at(s.latAt))
+			signs = append(signs, "latency "+shapeVal(o.lat, "s")+" (normal "+shapeVal(s.lat.mean, "s")+", "+at(s.latAt)+")")
 		}
 	}
 	if o.okQueue {
 		x.Signals = append(x.Signals, shapeSignal("queue", "", o.queue, &s.queue, c.Sigmas, shapeFloorRel, shapeFloorAbs))
 		if s.queueAt != shapeNever {
-			signs = append(signs, "queue "+shapeNum(o.queue)+" vs normal "+shapeNum(s.queue.mean)+at(s.queueAt))
+			signs = append(signs, "queue "+shapeNum(o.queue)+" (normal "+shapeNum(s.queue.mean)+", "+at(s.queueAt)+")")
 		}
 	}
 	if o.okErr {
 		x.Signals = append(x.Signals, model.Signal{Name: "errors", Unit: "ratio", Current: o.errShare,
 			Expected: s.errShare.mean, Lower: 0, Upper: math.Max(c.ErrorShare, s.errShare.mean+c.ErrorShare/2)})
 		if s.errAt != shapeNever {
-			signs = append(signs, "5xx "+shapeVal(o.errShare, "ratio")+at(s.errAt))
+			signs = append(signs, "5xx "+shapeVal(o.errShare, "ratio")+" ("+at(s.errAt)+")")
 		}
 	}
 	if o.okHealth {
@@ -361,10 +361,10 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 				}
 				failing := math.Max(0, math.Round(total-o.healthy))
 				signs = append(signs, "health checks failing on "+shapeNum(failing)+"/"+shapeNum(total)+" "+
-					c.KeyLabel+"s"+at(s.healthAt))
+					c.KeyLabel+"s ("+at(s.healthAt)+")")
 			} else {
 				signs = append(signs, "health checks passing "+shapeVal(o.frac, "ratio")+" (normal "+
-					shapeVal(s.healthFrac.mean, "ratio")+")"+at(s.healthAt))
+					shapeVal(s.healthFrac.mean, "ratio")+", "+at(s.healthAt)+")")
 			}
 		}
 	}
