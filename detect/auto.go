@@ -10,14 +10,15 @@ import (
 func init() {
 	register(Kind{
 		Name: "auto",
-		Doc: "Default univariate detector: robust level tracking, an anomaly-likelihood " +
-			"layer over the surprise, and a quiet period after each alert.",
+		Doc: "Default univariate detector: surprise against a robust level, turned into a " +
+			"likelihood against the series' own history of surprise, plus new-extreme " +
+			"detection, with a quiet period after each alert.",
 		NewConfig: func() Config { c := DefaultAutoConfig(); return &c },
 	})
 }
 
-// AutoConfig configures the default detector. Lengths are in samples so the
-// same config suits any scrape interval.
+// AutoConfig configures the default detector. Lengths are in samples, so
+// the same config suits any evaluation interval.
 type AutoConfig struct {
 	// Threshold is the score at and above which a sample is anomalous.
 	Threshold float64 `yaml:"threshold"`
@@ -25,11 +26,19 @@ type AutoConfig struct {
 	WarmUp int `yaml:"warm_up"`
 	// LevelHalfLife is how fast the expected level follows the series.
 	LevelHalfLife float64 `yaml:"level_half_life"`
+	// SurpriseCap caps the per-sample surprise (distance from the level in
+	// robust standard deviations) so one wild sample cannot dominate the
+	// long-run statistics of surprise.
+	SurpriseCap float64 `yaml:"surprise_cap"`
 	// ShortHalfLife and LongHalfLife are the likelihood layer's windows:
 	// recent surprise is averaged over the first and judged against its
 	// distribution over the second.
 	ShortHalfLife float64 `yaml:"short_half_life"`
 	LongHalfLife  float64 `yaml:"long_half_life"`
+	// ExtremeTolerance is how far beyond the range seen so far (as a share
+	// of that range) a value must lie to count as a new extreme, which
+	// scores as anomalous outright. Negative disables the check.
+	ExtremeTolerance float64 `yaml:"extreme_tolerance"`
 	// Quiet is the number of samples after an alert during which the score
 	// is held at zero, so that one incident yields one alert.
 	Quiet int `yaml:"quiet"`
@@ -39,12 +48,14 @@ type AutoConfig struct {
 // docs/detectors.md).
 func DefaultAutoConfig() AutoConfig {
 	return AutoConfig{
-		Threshold:     0.5,
-		WarmUp:        150,
-		LevelHalfLife: 100,
-		ShortHalfLife: 2,
-		LongHalfLife:  1000,
-		Quiet:         200,
+		Threshold:        0.5,
+		WarmUp:           150,
+		LevelHalfLife:    100,
+		SurpriseCap:      5,
+		ShortHalfLife:    2,
+		LongHalfLife:     5000,
+		ExtremeTolerance: 0.01,
+		Quiet:            200,
 	}
 }
 
@@ -60,6 +71,12 @@ func (c *AutoConfig) Validate() error {
 	checkHalfLife(&errs, "level_half_life", c.LevelHalfLife)
 	checkHalfLife(&errs, "short_half_life", c.ShortHalfLife)
 	checkHalfLife(&errs, "long_half_life", c.LongHalfLife)
+	if !(c.SurpriseCap > 0) || math.IsInf(c.SurpriseCap, 0) {
+		errs.Addf("surprise_cap", "must be a positive number of standard deviations, got %v", c.SurpriseCap)
+	}
+	if math.IsNaN(c.ExtremeTolerance) || math.IsInf(c.ExtremeTolerance, 0) {
+		errs.Addf("extreme_tolerance", "must be a number, got %v", c.ExtremeTolerance)
+	}
 	if c.Quiet < 0 {
 		errs.Addf("quiet", "must not be negative, got %d", c.Quiet)
 	}
@@ -77,57 +94,84 @@ func (c *AutoConfig) New() (Detector, error) {
 // AlertThreshold is the default threshold for alerts.
 func (c *AutoConfig) AlertThreshold() float64 { return c.Threshold }
 
-// Auto is the default univariate detector.
-type Auto struct {
-	cfg   AutoConfig
-	level Robust
-	lik   Likelihood
-	n     uint64
-	quiet int
-	last  Verdict
+func (c *AutoConfig) fields() []configField {
+	return []configField{
+		{"threshold", c.Threshold}, {"warm_up", float64(c.WarmUp)}, {"level_half_life", c.LevelHalfLife},
+		{"surprise_cap", c.SurpriseCap}, {"short_half_life", c.ShortHalfLife}, {"long_half_life", c.LongHalfLife},
+		{"extreme_tolerance", c.ExtremeTolerance}, {"quiet", float64(c.Quiet)},
+	}
 }
 
-// NewAuto returns a detector for a valid config.
+// Auto is the default univariate detector. Per sample it
+//
+//  1. measures surprise: the distance of the value from a robust
+//     (outlier-resistant) level in robust standard deviations, capped;
+//  2. turns surprise into a likelihood: how improbable the recent average
+//     surprise is against this series' own long-run distribution of it
+//     (Numenta's anomaly likelihood), so a noisy series must be surprising
+//     by its own standards, and log-scales it into a score;
+//  3. scores a value beyond the range seen so far as anomalous outright;
+//  4. after an alert, holds the score at zero for a quiet period, so that
+//     one incident is one alert.
+//
+// It costs O(1) work and a fixed ~200 bytes per series.
+type Auto struct {
+	cfg    AutoConfig
+	level  Robust
+	lik    Likelihood
+	lo, hi float64 // range seen so far
+	n      uint64
+	quiet  int
+	last   Verdict
+}
+
+// NewAuto returns a detector for a valid config (see AutoConfig.Validate).
 func NewAuto(c AutoConfig) *Auto {
 	return &Auto{
 		cfg:   c,
 		level: NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
-		lik:   NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05),
+		// 0.05: surprise is in standard deviations, so a long-run spread
+		// below 0.05 is noise, not a baseline to measure excursions by.
+		lik: NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05),
 	}
 }
 
 // Observe implements Detector.
-func (a *Auto) Observe(ts int64, x float64) Verdict {
+func (a *Auto) Observe(_ int64, x float64) Verdict {
 	if !finite(x) {
 		return skipVerdict(a.last)
 	}
+	c := &a.cfg
 	a.n++
-	loc, scale := a.level.Loc(), max(a.level.Scale(), scaleFloor(a.level.Loc()))
-	z := 0.0
-	if a.level.Count() > 0 {
-		z = (x - loc) / scale
+	loc := a.level.Loc()
+	scale := max(a.level.Scale(), scaleFloor(loc))
+	surprise := 0.0
+	extreme := false
+	if a.n == 1 {
+		a.lo, a.hi = x, x
+	} else {
+		surprise = min(math.Abs(x-loc)/scale, c.SurpriseCap)
+		tol := c.ExtremeTolerance * (a.hi - a.lo)
+		extreme = c.ExtremeTolerance >= 0 && (x > a.hi+tol || x < a.lo-tol)
+		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 	}
+	p := a.lik.Update(surprise)
 	a.level.Update(x)
-	raw := min(math.Abs(z), 20)
-	p := a.lik.Update(raw)
 
-	v := Verdict{
-		Expected:  loc,
-		Lower:     loc - 3*scale,
-		Upper:     loc + 3*scale,
-		Direction: direction(x, loc),
-		State:     StateNormal,
-	}
+	v := bandVerdict(x, loc, scale, 3, 0)
 	switch {
-	case a.n <= uint64(a.cfg.WarmUp):
+	case a.n <= uint64(c.WarmUp):
 		v.State = StateWarmingUp
 	case a.quiet > 0:
 		a.quiet--
 	default:
 		v.Score = LogTailScore(p)
-		if v.Score >= a.cfg.Threshold {
+		if extreme {
+			v.Score = max(v.Score, 0.999)
+		}
+		if v.Score >= c.Threshold {
 			v.State = StateAnomalous
-			a.quiet = a.cfg.Quiet
+			a.quiet = c.Quiet
 		}
 	}
 	a.last = v
@@ -139,9 +183,11 @@ const autoKind = "auto"
 // MarshalBinary implements Detector.
 func (a *Auto) MarshalBinary() ([]byte, error) {
 	w := newEncoder(autoKind, 256)
-	a.encodeConfig(w)
+	encodeConfig(w, a.cfg.fields())
 	a.level.encode(w)
 	a.lik.encode(w)
+	w.f64(a.lo)
+	w.f64(a.hi)
 	w.u64(a.n)
 	w.i64(int64(a.quiet))
 	encodeVerdict(w, a.last)
@@ -154,28 +200,13 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	if err != nil {
 		return err
 	}
-	a.checkConfig(r)
+	checkConfig(r, a.cfg.fields())
 	a.level.decode(r)
 	a.lik.decode(r)
+	a.lo = r.f64()
+	a.hi = r.f64()
 	a.n = r.u64()
 	a.quiet = int(r.i64())
 	a.last = decodeVerdict(r)
 	return r.finish()
-}
-
-func (a *Auto) encodeConfig(w *encoder) {
-	c := a.cfg
-	for _, v := range []float64{c.Threshold, float64(c.WarmUp), c.LevelHalfLife, c.ShortHalfLife, c.LongHalfLife, float64(c.Quiet)} {
-		w.f64(v)
-	}
-}
-
-func (a *Auto) checkConfig(r *decoder) {
-	c := a.cfg
-	r.configF64("threshold", c.Threshold)
-	r.configF64("warm_up", float64(c.WarmUp))
-	r.configF64("level_half_life", c.LevelHalfLife)
-	r.configF64("short_half_life", c.ShortHalfLife)
-	r.configF64("long_half_life", c.LongHalfLife)
-	r.configF64("quiet", float64(c.Quiet))
 }
