@@ -50,11 +50,15 @@ func shapeVal(v float64, unit string) string {
 	return shapeNum(v) + " " + unit
 }
 
-// shapeSpread formats a ± spread in unit, without repeating the unit for
-// plain numbers ("± 0.04", "± 1.2 %").
+// shapeSpread formats a ± spread in unit with two significant digits,
+// without repeating the unit ("± 0.04", "± 1.2" percentage points).
 func shapeSpread(v float64, unit string) string {
 	if unit == "ratio" {
-		return "± " + shapeNum(v*100)
+		v *= 100
+	}
+	if v != 0 && !math.IsNaN(v) && !math.IsInf(v, 0) && math.Abs(v) < 100 {
+		p := math.Pow(10, 1-math.Floor(math.Log10(math.Abs(v))))
+		v = math.Round(v*p) / p
 	}
 	return "± " + shapeNum(v)
 }
