@@ -362,6 +362,9 @@ func (rs *ruleState) apply(ctx context.Context, ts time.Time, obsv []obs) []*mod
 	for _, o := range obsv {
 		if !o.cond.active && !o.cond.warming {
 			// Normal series: only relevant for alerts that already exist.
+			if len(rs.alerts) == 0 {
+				continue
+			}
 			lset, _ := rs.alertLabels(ctx, ts, o)
 			fp := lset.Hash()
 			if a := rs.alerts[fp]; a != nil {

@@ -62,7 +62,7 @@ func (r *recorder) take() []*model.Alert {
 	return s
 }
 
-func writeRules(t *testing.T, dir, name, content string) string {
+func writeRules(t testing.TB, dir, name, content string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))

@@ -131,3 +131,33 @@ func TestRuleHashChangesWithDefinition(t *testing.T) {
 	require.NotEqual(t, a.Hash, d.Hash)
 	require.Equal(t, a.Detector.Hash, d.Detector.Hash)
 }
+
+// TestRealRegistry parses the documented examples and the built-in pack
+// against the real detector registry, so that neither drifts from the
+// detectors' config keys and signal names.
+func TestRealRegistry(t *testing.T) {
+	_, err := ParseFiles(ParseOptions{}, "testdata/real/shop.good.yml")
+	require.NoError(t, err)
+	cfg := DefaultBuiltinConfig()
+	groups, err := cfg.Groups(ParseOptions{})
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, r := range groups[0].Rules {
+		names[r.Name] = true
+	}
+	for _, n := range []string{"SaturationWithoutCPU", "RateLimitStorm", "TrafficSurgeSaturation", "HighErrorRate", "ProbeFailing"} {
+		require.True(t, names[n], n)
+	}
+	cfg.Disabled = []string{"HostCPUAnomaly"}
+	cfg.Metrics.Selector = `job="shop"`
+	cfg.Metrics.ClientLabel = "tenant"
+	groups, err = cfg.Groups(ParseOptions{})
+	require.NoError(t, err)
+	for _, r := range groups[0].Rules {
+		require.Equal(t, r.Name != "HostCPUAnomaly", r.Enabled, r.Name)
+		if r.Name == "RateLimitStorm" {
+			require.Equal(t, `sum by (tenant) (rate(http_requests_total{job="shop"}[1m]))`, r.Detector.Signals[0].Expr)
+			require.Equal(t, "tenant", r.Detector.KeyLabel)
+		}
+	}
+}
