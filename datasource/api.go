@@ -1,0 +1,219 @@
+package datasource
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/util/annotations"
+)
+
+// API serves /api/v1/query and /api/v1/query_range over a Local source,
+// answering in the Prometheus HTTP API's JSON so curl, promtool and Grafana
+// can look at what the agent sees.
+type API struct {
+	local *Local
+	now   func() time.Time
+}
+
+// NewAPI returns the handlers over l; now is the default evaluation time
+// (nil: time.Now).
+func NewAPI(l *Local, now func() time.Time) *API {
+	if now == nil {
+		now = time.Now
+	}
+	return &API{local: l, now: now}
+}
+
+// maxPoints bounds a range query's resolution, as Prometheus does.
+const maxPoints = 11000
+
+type apiResponse struct {
+	Status    string   `json:"status"`
+	Data      any      `json:"data,omitempty"`
+	ErrorType string   `json:"errorType,omitempty"`
+	Error     string   `json:"error,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
+	Infos     []string `json:"infos,omitempty"`
+}
+
+type queryData struct {
+	ResultType parser.ValueType `json:"resultType"`
+	Result     parser.Value     `json:"result"`
+}
+
+// QueryHandler serves GET and POST /api/v1/query?query=&time=&timeout=.
+func (a *API) QueryHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			writeError(w, http.StatusBadRequest, "bad_data", err)
+			return
+		}
+		q := r.Form.Get("query")
+		if q == "" {
+			writeError(w, http.StatusBadRequest, "bad_data", errors.New("missing query parameter"))
+			return
+		}
+		ts := a.now()
+		if t := r.Form.Get("time"); t != "" {
+			var err error
+			if ts, err = parseTime(t); err != nil {
+				writeError(w, http.StatusBadRequest, "bad_data", fmt.Errorf("invalid parameter \"time\": %w", err))
+				return
+			}
+		}
+		ctx, cancel, err := withTimeout(r)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "bad_data", err)
+			return
+		}
+		defer cancel()
+		v, warns, err := a.local.Query(ctx, q, ts)
+		writeResult(w, v, warns, err)
+	})
+}
+
+// QueryRangeHandler serves GET and POST
+// /api/v1/query_range?query=&start=&end=&step=&timeout=.
+func (a *API) QueryRangeHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			writeError(w, http.StatusBadRequest, "bad_data", err)
+			return
+		}
+		q := r.Form.Get("query")
+		if q == "" {
+			writeError(w, http.StatusBadRequest, "bad_data", errors.New("missing query parameter"))
+			return
+		}
+		start, err := parseTime(r.Form.Get("start"))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "bad_data", fmt.Errorf("invalid parameter \"start\": %w", err))
+			return
+		}
+		end, err := parseTime(r.Form.Get("end"))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "bad_data", fmt.Errorf("invalid parameter \"end\": %w", err))
+			return
+		}
+		if end.Before(start) {
+			writeError(w, http.StatusBadRequest, "bad_data", errors.New("end timestamp must not be before start time"))
+			return
+		}
+		step, err := parseDuration(r.Form.Get("step"))
+		if err != nil || step <= 0 {
+			writeError(w, http.StatusBadRequest, "bad_data", errors.New("invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer"))
+			return
+		}
+		if end.Sub(start)/step > maxPoints {
+			writeError(w, http.StatusBadRequest, "bad_data", errors.New("exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)"))
+			return
+		}
+		ctx, cancel, err := withTimeout(r)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "bad_data", err)
+			return
+		}
+		defer cancel()
+		v, warns, err := a.local.QueryRange(ctx, q, start, end, step)
+		writeResult(w, v, warns, err)
+	})
+}
+
+func withTimeout(r *http.Request) (context.Context, context.CancelFunc, error) {
+	t := r.Form.Get("timeout")
+	if t == "" {
+		ctx, cancel := context.WithCancel(r.Context())
+		return ctx, cancel, nil
+	}
+	d, err := parseDuration(t)
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid parameter \"timeout\": %w", err)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), d)
+	return ctx, cancel, nil
+}
+
+func writeResult(w http.ResponseWriter, v parser.Value, warns annotations.Annotations, err error) {
+	if err != nil {
+		code, typ := classify(err)
+		writeError(w, code, typ, err)
+		return
+	}
+	resp := apiResponse{Status: "success", Data: queryData{ResultType: v.Type(), Result: v}}
+	resp.Warnings, resp.Infos = warns.AsStrings("", 10, 10)
+	if v, ok := v.(promql.Vector); ok && v == nil {
+		resp.Data = queryData{ResultType: parser.ValueTypeVector, Result: promql.Vector{}}
+	}
+	if m, ok := v.(promql.Matrix); ok && m == nil {
+		resp.Data = queryData{ResultType: parser.ValueTypeMatrix, Result: promql.Matrix{}}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func classify(err error) (int, string) {
+	var pe parser.ParseErrors
+	var pe1 *parser.ParseErr
+	switch {
+	case errors.As(err, &pe), errors.As(err, &pe1):
+		return http.StatusBadRequest, "bad_data"
+	case errors.As(err, new(promql.ErrQueryTimeout)), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "timeout"
+	case errors.As(err, new(promql.ErrQueryCanceled)), errors.Is(err, context.Canceled):
+		return 499, "canceled"
+	case errors.As(err, new(promql.ErrStorage)):
+		return http.StatusInternalServerError, "internal"
+	}
+	return http.StatusUnprocessableEntity, "execution"
+}
+
+func writeError(w http.ResponseWriter, code int, typ string, err error) {
+	writeJSON(w, code, apiResponse{Status: "error", ErrorType: typ, Error: err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		b = []byte(`{"status":"error","errorType":"internal","error":"cannot encode result"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(b)
+}
+
+// parseTime accepts Unix seconds (with fraction) or RFC 3339, as
+// Prometheus does.
+func parseTime(s string) (time.Time, error) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		sec, frac := math.Modf(f)
+		return time.Unix(int64(sec), int64(math.Round(frac*1000))*int64(time.Millisecond)).UTC(), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("cannot parse %q to a valid timestamp", s)
+}
+
+// parseDuration accepts seconds (with fraction) or a Prometheus duration
+// ("15s", "1m30s").
+func parseDuration(s string) (time.Duration, error) {
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(f) || math.IsInf(f, 0) || f > float64(math.MaxInt64)/float64(time.Second) {
+			return 0, fmt.Errorf("cannot parse %q to a valid duration", s)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	if d, err := model.ParseDuration(s); err == nil {
+		return time.Duration(d), nil
+	}
+	return 0, fmt.Errorf("cannot parse %q to a valid duration", s)
+}

@@ -1,0 +1,158 @@
+package datasource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/annotations"
+)
+
+// LocalOptions configure a Local source.
+type LocalOptions struct {
+	// Queryable is what the engine reads: the embedded store.
+	Queryable storage.Queryable
+	Logger    *slog.Logger
+	// Timeout bounds one query; zero means two minutes, like Prometheus.
+	Timeout time.Duration
+	// MaxSamples bounds the samples one query may hold in memory; zero
+	// means 50 million, Prometheus' default.
+	MaxSamples int
+	// LookbackDelta is how far back an instant selector looks; zero means
+	// five minutes.
+	LookbackDelta time.Duration
+}
+
+// Local evaluates PromQL with Prometheus' own engine over a Queryable (the
+// embedded store), so rule expressions get exact PromQL semantics.
+type Local struct {
+	engine *promql.Engine
+	q      storage.Queryable
+}
+
+// NewLocal returns the "local" source.
+func NewLocal(opts LocalOptions) (*Local, error) {
+	if opts.Queryable == nil {
+		return nil, errors.New("datasource: local source needs a queryable")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	eo := promql.EngineOpts{
+		Logger:               opts.Logger.With("component", "promql"),
+		MaxSamples:           cmpInt(opts.MaxSamples, 50_000_000),
+		Timeout:              cmpDur(opts.Timeout, 2*time.Minute),
+		LookbackDelta:        cmpDur(opts.LookbackDelta, 5*time.Minute),
+		EnableAtModifier:     true,
+		EnableNegativeOffset: true,
+	}
+	return &Local{engine: promql.NewEngine(eo), q: opts.Queryable}, nil
+}
+
+func cmpInt(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+func cmpDur(v, def time.Duration) time.Duration {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Name implements Source.
+func (*Local) Name() string { return "local" }
+
+// Instant implements Source.
+func (l *Local) Instant(ctx context.Context, q string, ts time.Time) (promql.Vector, error) {
+	v, _, err := l.Query(ctx, q, ts)
+	if err != nil {
+		return nil, err
+	}
+	return asVector(v)
+}
+
+// Range implements Source.
+func (l *Local) Range(ctx context.Context, q string, start, end time.Time, step time.Duration) (promql.Matrix, error) {
+	v, _, err := l.QueryRange(ctx, q, start, end, step)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(promql.Matrix)
+	if !ok {
+		return nil, fmt.Errorf("range query returned %s, want matrix", v.Type())
+	}
+	return m, nil
+}
+
+// Query evaluates q at ts and returns any result type (vector, scalar,
+// matrix for a range selector, string) with the engine's warnings, as the
+// HTTP API needs. The result does not alias engine memory.
+func (l *Local) Query(ctx context.Context, q string, ts time.Time) (parser.Value, annotations.Annotations, error) {
+	qry, err := l.engine.NewInstantQuery(ctx, l.q, nil, q, ts)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer qry.Close()
+	res := qry.Exec(ctx)
+	if res.Err != nil {
+		return nil, res.Warnings, res.Err
+	}
+	return detach(res.Value), res.Warnings, nil
+}
+
+// QueryRange evaluates q over [start, end] every step.
+func (l *Local) QueryRange(ctx context.Context, q string, start, end time.Time, step time.Duration) (parser.Value, annotations.Annotations, error) {
+	if step <= 0 {
+		return nil, nil, errors.New("step must be positive")
+	}
+	qry, err := l.engine.NewRangeQuery(ctx, l.q, nil, q, start, end, step)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer qry.Close()
+	res := qry.Exec(ctx)
+	if res.Err != nil {
+		return nil, res.Warnings, res.Err
+	}
+	return detach(res.Value), res.Warnings, nil
+}
+
+// detach copies what the engine may hand back to its pools on Close.
+func detach(v parser.Value) parser.Value {
+	switch x := v.(type) {
+	case promql.Vector:
+		return slices.Clone(x)
+	case promql.Matrix:
+		out := make(promql.Matrix, len(x))
+		for i, s := range x {
+			out[i] = promql.Series{Metric: s.Metric, Floats: slices.Clone(s.Floats), Histograms: slices.Clone(s.Histograms)}
+		}
+		return out
+	}
+	return v
+}
+
+// asVector turns an instant result into a vector: a scalar becomes one
+// sample with empty labels.
+func asVector(v parser.Value) (promql.Vector, error) {
+	switch x := v.(type) {
+	case promql.Vector:
+		return x, nil
+	case promql.Scalar:
+		return promql.Vector{{T: x.T, F: x.V, Metric: labels.EmptyLabels()}}, nil
+	}
+	return nil, fmt.Errorf("instant query returned %s, want vector or scalar", v.Type())
+}
+
+var _ Source = (*Local)(nil)
