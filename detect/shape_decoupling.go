@@ -152,8 +152,9 @@ type Decoupling struct {
 
 var _ Composite = (*Decoupling)(nil)
 
-// decoupling noise floors: a relative floor on the standard deviation keeps a
-// perfectly flat series from turning a 1 % wiggle into a page.
+// Noise floors of the shape baselines: a relative floor on the standard
+// deviation keeps a perfectly flat series from turning a 1 % wiggle into a
+// page.
 const (
 	shapeFloorRel = 0.02
 	shapeFloorAbs = 1e-9

@@ -137,6 +137,7 @@ type Surge struct {
 
 	lowAt    int64 // last ts with requests near normal
 	surging  bool
+	paged    bool  // this surge has paged
 	surgeAt  int64 // ts the rate first reached Factor in this surge
 	riseMS   int64 // how long the rise took
 	peak     float64
@@ -240,7 +241,7 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 	sat := o.satLat || o.satQueue || o.satErr || o.satHealth
 
 	if warm && !s.surging && ratio >= c.Factor && o.req >= c.MinRequests && ts-s.lowAt <= c.Ramp.Milliseconds() {
-		s.surging, s.surgeAt, s.riseMS, s.peak = true, ts, ts-s.lowAt, ratio
+		s.surging, s.surgeAt, s.riseMS, s.peak, s.paged = true, ts, ts-s.lowAt, ratio, false
 		s.latAt, s.queueAt, s.errAt, s.healthAt = shapeNever, shapeNever, shapeNever, shapeNever
 	}
 	if s.surging {
@@ -268,12 +269,19 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 	if o.satLat {
 		r.Score = math.Max(r.Score, shapeScore(s.lat.z(o.lat, shapeFloorRel, shapeFloorAbs)))
 	}
+	wasFiring := s.firing
 	if !warm {
 		r.State = StateWarmingUp
 	} else if s.step(ts, s.surging && sat, c.Confirm, c.ResolveAfter) {
 		r.State = StateAnomalous
+		s.paged = true
 		r.Explanation = s.explain(ts, &o, ratio, r.Score, false)
 	} else if s.surging {
+		if wasFiring {
+			// A page just resolved: the next saturation in this surge gets
+			// its own sequence of timings.
+			s.latAt, s.queueAt, s.errAt, s.healthAt = shapeNever, shapeNever, shapeNever, shapeNever
+		}
 		r.State = StateAnomalous
 		r.Informational = true
 		r.Explanation = s.explain(ts, &o, ratio, r.Score, true)
@@ -324,36 +332,42 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 	if s.peak > ratio*1.05 {
 		b.WriteString(" and peaking at " + shapeNum(s.peak) + "×")
 	}
-	var signs []string
-	at := func(t int64) string {
-		if t == shapeNever {
-			return ""
-		}
-		return "from +" + shapeDur(t-s.surgeAt)
-	}
+	// Signs active now, in the order they appeared, with their times since
+	// the surge began; signs seen in this episode that have cleared are
+	// named apart.
+	var signs, cleared []string
+	at := func(t int64) string { return "from +" + shapeDur(t-s.surgeAt) }
 	if o.okLat {
 		x.Signals = append(x.Signals, shapeSignal("latency", "s", o.lat, &s.lat, c.Sigmas, shapeFloorRel, shapeFloorAbs))
-		if s.latAt != shapeNever {
+		if o.satLat && s.latAt != shapeNever {
 			signs = append(signs, "latency "+shapeVal(o.lat, "s")+" (normal "+shapeVal(s.lat.mean, "s")+", "+at(s.latAt)+")")
+		} else if s.latAt != shapeNever {
+			cleared = append(cleared, "latency")
 		}
 	}
 	if o.okQueue {
 		x.Signals = append(x.Signals, shapeSignal("queue", "", o.queue, &s.queue, c.Sigmas, shapeFloorRel, shapeFloorAbs))
-		if s.queueAt != shapeNever {
+		if o.satQueue && s.queueAt != shapeNever {
 			signs = append(signs, "queue "+shapeNum(o.queue)+" (normal "+shapeNum(s.queue.mean)+", "+at(s.queueAt)+")")
+		} else if s.queueAt != shapeNever {
+			cleared = append(cleared, "queue")
 		}
 	}
 	if o.okErr {
 		x.Signals = append(x.Signals, model.Signal{Name: "errors", Unit: "ratio", Current: o.errShare,
 			Expected: s.errShare.mean, Lower: 0, Upper: math.Max(c.ErrorShare, s.errShare.mean+c.ErrorShare/2)})
-		if s.errAt != shapeNever {
+		if o.satErr && s.errAt != shapeNever {
 			signs = append(signs, "5xx "+shapeVal(o.errShare, "ratio")+" ("+at(s.errAt)+")")
+		} else if s.errAt != shapeNever {
+			cleared = append(cleared, "5xx")
 		}
 	}
 	if o.okHealth {
 		x.Signals = append(x.Signals, model.Signal{Name: "health", Unit: "ratio", Current: o.frac,
 			Expected: s.healthFrac.mean, Lower: s.healthFrac.mean - c.HealthDrop, Upper: 1})
-		if s.healthAt != shapeNever {
+		if !o.satHealth && s.healthAt != shapeNever {
+			cleared = append(cleared, "health checks")
+		} else if s.healthAt != shapeNever {
 			if s.healthCount || o.total > 1 {
 				total := math.Max(o.total, math.Round(s.healthTotal.mean))
 				if s.healthCount {
@@ -369,17 +383,27 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 		}
 	}
 	if info {
-		x.Cause = "a traffic surge the service is absorbing so far"
-		b.WriteString("; no saturation yet — watch latency, 5xx and health checks")
+		if s.paged {
+			x.Cause = "a traffic surge that saturated the service and is still running"
+			b.WriteString("; saturation has cleared but traffic is still high — a restart or redeploy under " +
+				"this load can saturate it again")
+		} else {
+			x.Cause = "a traffic surge the service is absorbing so far"
+			b.WriteString("; no saturation yet — watch latency, 5xx and health checks")
+		}
 		x.Summary = b.String()
 		return x
 	}
 	x.Cause = "a traffic surge beyond capacity; saturated instances fail health checks and leave the load balancer"
-	if len(signs) == 0 {
-		b.WriteString("; saturation signs have cleared, holding before resolving")
-	} else {
+	if len(signs) > 0 {
 		b.WriteString("; then ")
 		b.WriteString(strings.Join(signs, ", "))
+	}
+	if len(cleared) > 0 {
+		b.WriteString("; cleared: " + strings.Join(cleared, ", "))
+	}
+	if len(signs) == 0 {
+		b.WriteString("; holding " + shapeDur(c.ResolveAfter.Milliseconds()) + " before resolving")
 	}
 	b.WriteString(" — saturated instances leaving the load balancer will cascade: add capacity or shed load, " +
 		"and serve health checks outside the saturated workers")
@@ -407,6 +431,7 @@ func (s *Surge) MarshalBinary() ([]byte, error) {
 	w.bool(s.healthCount)
 	w.i64(s.lowAt)
 	w.bool(s.surging)
+	w.bool(s.paged)
 	w.i64(s.surgeAt)
 	w.i64(s.riseMS)
 	w.f64(s.peak)
@@ -436,6 +461,7 @@ func (s *Surge) UnmarshalBinary(b []byte) error {
 	n.healthCount = r.bool()
 	n.lowAt = r.i64()
 	n.surging = r.bool()
+	n.paged = r.bool()
 	n.surgeAt = r.i64()
 	n.riseMS = r.i64()
 	n.peak = r.f64()
