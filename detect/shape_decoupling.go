@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"math"
 	"time"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
@@ -107,28 +106,6 @@ func (c *DecouplingConfig) Validate() error {
 	return errs.Err()
 }
 
-// shapeCheckCommon validates the keys every shape detector shares.
-func shapeCheckCommon(errs *configutil.Errors, baseline time.Duration, warmup int, sigmas float64, confirm int, resolve, relearn time.Duration) {
-	if baseline < time.Second {
-		errs.Addf("baseline", "must be at least 1s, got %v", baseline)
-	}
-	if warmup < 2 {
-		errs.Addf("warm_up", "must be at least 2 samples, got %d", warmup)
-	}
-	if !(sigmas > 0) || math.IsInf(sigmas, 0) {
-		errs.Addf("sigmas", "must be a positive number of standard deviations, got %v", sigmas)
-	}
-	if confirm < 1 {
-		errs.Addf("confirm", "must be at least 1 sample, got %d", confirm)
-	}
-	if resolve < 0 {
-		errs.Addf("resolve_after", "must not be negative, got %v", resolve)
-	}
-	if relearn <= 0 {
-		errs.Addf("relearn_after", "must be positive, got %v", relearn)
-	}
-}
-
 // New builds a Decoupling detector.
 func (c *DecouplingConfig) New() (Composite, error) {
 	if err := c.Validate(); err != nil {
@@ -151,14 +128,6 @@ type Decoupling struct {
 }
 
 var _ Composite = (*Decoupling)(nil)
-
-// Noise floors of the shape baselines: a relative floor on the standard
-// deviation keeps a perfectly flat series from turning a 1 % wiggle into a
-// page.
-const (
-	shapeFloorRel = 0.02
-	shapeFloorAbs = 1e-9
-)
 
 // Observe judges one evaluation instant.
 func (d *Decoupling) Observe(ts int64, in Inputs) Result {

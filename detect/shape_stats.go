@@ -6,12 +6,43 @@ import (
 	"math"
 	"time"
 
+	"github.com/seismo-agent/seismo/internal/configutil"
 	"github.com/seismo-agent/seismo/internal/model"
 )
 
 // This file holds the small building blocks the incident-shape detectors
 // (decoupling, storm, surge, error_rate) share: a time-aware winsorised EWMA
 // baseline, score mapping, input helpers and the snapshot encoding.
+
+// Noise floors of the shape baselines: a relative floor on the standard
+// deviation keeps a perfectly flat series from turning a 1 % wiggle into a
+// page.
+const (
+	shapeFloorRel = 0.02
+	shapeFloorAbs = 1e-9
+)
+
+// shapeCheckCommon validates the keys every shape detector shares.
+func shapeCheckCommon(errs *configutil.Errors, baseline time.Duration, warmup int, sigmas float64, confirm int, resolve, relearn time.Duration) {
+	if baseline < time.Second {
+		errs.Addf("baseline", "must be at least 1s, got %v", baseline)
+	}
+	if warmup < 2 {
+		errs.Addf("warm_up", "must be at least 2 samples, got %d", warmup)
+	}
+	if !(sigmas > 0) || math.IsInf(sigmas, 0) {
+		errs.Addf("sigmas", "must be a positive number of standard deviations, got %v", sigmas)
+	}
+	if confirm < 1 {
+		errs.Addf("confirm", "must be at least 1 sample, got %d", confirm)
+	}
+	if resolve < 0 {
+		errs.Addf("resolve_after", "must not be negative, got %v", resolve)
+	}
+	if relearn <= 0 {
+		errs.Addf("relearn_after", "must be positive, got %v", relearn)
+	}
+}
 
 // shapeBaseline is an exponentially weighted mean and variance whose weight
 // follows the time between samples, so the time constant means the same at
