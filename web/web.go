@@ -127,8 +127,9 @@ func (s *Server) RegisterMetrics(set *metrics.Set) {
 // subsystem, 503 before and while shutting down.
 func (s *Server) SetReady(ready bool) { s.ready.Store(ready) }
 
-// Run serves until ctx ends, then shuts down gracefully within
-// ShutdownTimeout. It returns nil after a clean shutdown.
+// Run serves until ctx ends, then shuts down gracefully: requests in flight
+// get ShutdownTimeout to finish and are then cut off. It returns nil once
+// stopped, and an error only if serving failed.
 func (s *Server) Run(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(s.listener) }()
@@ -143,7 +144,10 @@ func (s *Server) Run(ctx context.Context) error {
 	err := s.srv.Shutdown(sctx)
 	<-errc // Serve returns ErrServerClosed once Shutdown starts
 	if err != nil {
-		return fmt.Errorf("shut down http server: %w", err)
+		// A client that holds a request open is not the agent's failure:
+		// cut it off and stop cleanly.
+		s.logger.Warn("requests still running at shutdown were cut off", "timeout", s.opts.ShutdownTimeout, "err", err)
+		s.Close()
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/stretchr/testify/require"
@@ -209,4 +210,41 @@ func BenchmarkHealthy(b *testing.B) {
 			b.Fatal(w.Code)
 		}
 	}
+}
+
+// TestShutdownCutsOffHangingRequests: a request that does not finish within
+// ShutdownTimeout is cut off and Run still returns nil.
+func TestShutdownCutsOffHangingRequests(t *testing.T) {
+	never := make(chan struct{})
+	s, err := New(Options{
+		ListenAddress:   "127.0.0.1:0",
+		Logger:          slog.New(slog.DiscardHandler),
+		Set:             metrics.NewSet(),
+		ShutdownTimeout: time.Millisecond, // the request below never finishes on its own
+	})
+	require.NoError(t, err)
+	entered := make(chan struct{})
+	s.Handle("GET /api/v1/hang", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(entered)
+		select {
+		case <-r.Context().Done(): // the connection was closed
+		case <-never:
+		}
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	clientDone := make(chan error, 1)
+	go func() {
+		resp, err := http.Get("http://" + s.Addr().String() + "/api/v1/hang")
+		if err == nil {
+			resp.Body.Close()
+		}
+		clientDone <- err
+	}()
+	<-entered
+	cancel()
+	require.NoError(t, <-done)
+	require.Error(t, <-clientDone, "the hanging request was cut off")
+	close(never)
 }
