@@ -325,3 +325,50 @@ func TestRunLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestFlappingEnds checks that a flapping alert that calms down sends its
+// real state once, and that flapping is not entered below the threshold.
+func TestFlappingEnds(t *testing.T) {
+	lset := labels.FromStrings("__name__", "x")
+	var v float64
+	src := vecSource(lset, func(q string, ts time.Time) (float64, bool) { return v, v > 5 })
+	rec := &recorder{}
+	m, cfg := newTestManager(t, src, rec, "", "groups: [{name: g, rules: [{alert: A, expr: 'x > 5'}]}]")
+	ctx := context.Background()
+	ts := t0
+	step := func(val float64) []*model.Alert {
+		v = val
+		ts = ts.Add(10 * time.Second)
+		require.NoError(t, m.EvalGroups(ctx, ts))
+		return rec.take()
+	}
+	for _, val := range []float64{9, 1, 9, 1} { // four changes: flapping
+		step(val)
+	}
+	as := m.Alerts()
+	require.Len(t, as, 1)
+	require.True(t, as[0].Flapping)
+	// Quiet (resolved) for a whole flap window: one resolved notice, not
+	// flapping any more.
+	var sent []*model.Alert
+	for ts.Sub(t0) < 20*time.Minute {
+		sent = append(sent, step(1)...)
+	}
+	require.NotEmpty(t, sent)
+	last := sent[len(sent)-1]
+	require.False(t, last.Flapping)
+	require.Equal(t, model.StateResolved, last.State)
+	calm := false
+	for i, a := range sent {
+		if !a.Flapping {
+			calm = true
+		}
+		if calm {
+			require.False(t, a.Flapping, "sent %d: flapping again after calming down", i)
+			require.Equal(t, model.StateResolved, a.State, "sent %d", i)
+		} else {
+			require.Equal(t, model.StateFiring, a.State, "sent %d: a flapping alert stays open downstream", i)
+		}
+	}
+	require.LessOrEqual(t, len(sent), int(20*time.Minute/cfg.ResendDelay)+1, "at most one notice per resend delay")
+}

@@ -80,6 +80,11 @@ type Manager struct {
 	startOK sync.Once
 	closed  bool
 
+	// afterWatchReload, set by tests, runs after each reload the file
+	// watch triggers.
+	afterWatchReload func(error)
+	// watchReady is closed once the file watch is in place (or off).
+	watchReady chan struct{}
 	// onObserve, set by Replay, sees every evaluated value.
 	onObserve func(r *Rule, l labels.Labels, p TracePoint)
 }
@@ -108,6 +113,8 @@ func NewManager(opts Options) (*Manager, error) {
 		loops:   map[*groupState]*loop{},
 		started: make(chan struct{}),
 		cfg:     DefaultConfig(),
+
+		watchReady: make(chan struct{}),
 	}
 	if opts.ExternalURL != "" {
 		u, err := url.Parse(opts.ExternalURL)

@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -131,4 +132,56 @@ func TestRestartKeepsFiring(t *testing.T) {
 	// The periodic re-send resumes one resend_delay after the last send.
 	require.NoError(t, m2.EvalGroups(ctx, t0.Add(100*time.Second)))
 	require.Len(t, rec2.take(), 2)
+}
+
+// TestWatchReloadsChangedFile edits a rule file in place and by rename (as
+// editors do) and waits for the watch to reload it.
+func TestWatchReloadsChangedFile(t *testing.T) {
+	src := vecSource(labels.FromStrings("__name__", "x"), func(string, time.Time) (float64, bool) { return 1, true })
+	m, err := NewManager(Options{Source: src, Lookup: fakeLookup, Kinds: fakeKindNames})
+	require.NoError(t, err)
+	reloaded := make(chan error, 4)
+	m.afterWatchReload = func(err error) { reloaded <- err }
+	dir := t.TempDir()
+	f := writeRules(t, dir, "r.yml", "groups: [{name: a, rules: [{alert: A, expr: x}]}]")
+	cfg := testConfig(f)
+	cfg.WatchFiles = true
+	require.NoError(t, m.ApplyConfig(cfg))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Run(ctx) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	<-m.watchReady
+
+	wait := func() error {
+		select {
+		case err := <-reloaded:
+			return err
+		case <-time.After(20 * time.Second):
+			t.Fatal("no reload after the file changed")
+			return nil
+		}
+	}
+	names := func() []string {
+		var out []string
+		for _, g := range m.Groups() {
+			out = append(out, g.Name)
+		}
+		return out
+	}
+	writeRules(t, dir, "r.yml", "groups: [{name: b, rules: [{alert: A, expr: x}]}]")
+	require.NoError(t, wait())
+	require.Equal(t, []string{"b"}, names())
+
+	tmp := writeRules(t, dir, "r.yml.tmp", "groups: [{name: c, rules: [{alert: A, expr: x}]}]")
+	require.NoError(t, os.Rename(tmp, f))
+	require.NoError(t, wait())
+	require.Equal(t, []string{"c"}, names())
+
+	writeRules(t, dir, "r.yml", "groups: [{name: d, rules: [{alert: A, expr: 'x =='}]}]")
+	require.ErrorContains(t, wait(), "r.yml:1:45")
+	require.Equal(t, []string{"c"}, names(), "a broken edit keeps the running rules")
 }

@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -14,16 +15,21 @@ const watchDebounce = time.Second
 // watch reloads the rules when a file in a rule file's directory changes.
 // It watches directories, not files, because editors replace files.
 func (m *Manager) watch(ctx context.Context) {
+	var once sync.Once
+	ready := func() { once.Do(func() { close(m.watchReady) }) }
+	defer ready()
 	m.mu.Lock()
 	enabled := m.cfg.WatchFiles
 	m.mu.Unlock()
 	if !enabled {
+		ready()
 		<-ctx.Done()
 		return
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		m.logger.Warn("cannot watch rule files", "err", err)
+		ready()
 		<-ctx.Done()
 		return
 	}
@@ -46,6 +52,7 @@ func (m *Manager) watch(ctx context.Context) {
 		}
 	}
 	rewatch()
+	ready()
 	var fire <-chan time.Time
 	var timer *time.Timer
 	defer func() {
@@ -81,8 +88,11 @@ func (m *Manager) watch(ctx context.Context) {
 			cfg := m.cfg
 			m.mu.Unlock()
 			m.logger.Info("rule file changed, reloading")
-			_ = m.ApplyConfig(cfg) // logs and sets the metric itself
+			err := m.ApplyConfig(cfg) // logs and sets the metric itself
 			rewatch()
+			if m.afterWatchReload != nil {
+				m.afterWatchReload(err)
+			}
 		}
 	}
 }
