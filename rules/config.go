@@ -27,6 +27,10 @@ type Config struct {
 	// SnapshotInterval is how often detector and alert state is saved to
 	// the data directory (also saved on shutdown).
 	SnapshotInterval time.Duration `koanf:"snapshot_interval"`
+	// WarmStart, when positive, feeds a cold anomaly rule's detectors this
+	// much history from a range query before its first judgement (useful
+	// with a remote datasource that holds history); 0 disables it.
+	WarmStart time.Duration `koanf:"warm_start"`
 	// WatchFiles reloads rules when a rule file changes.
 	WatchFiles bool `koanf:"watch_files"`
 	// Builtin configures the embedded rule pack.
@@ -67,6 +71,9 @@ func (c *Config) Validate() error {
 	pos("flap_window", c.FlapWindow)
 	pos("series_grace", c.SeriesGrace)
 	pos("snapshot_interval", c.SnapshotInterval)
+	if c.WarmStart < 0 {
+		errs.Addf("warm_start", "must not be negative, got %s", c.WarmStart)
+	}
 	if c.FlapThreshold < 0 {
 		errs.Addf("flap_threshold", "must not be negative (0 disables flap detection), got %d", c.FlapThreshold)
 	}

@@ -72,8 +72,10 @@ type ruleState struct {
 	lastEval  time.Time
 	evalDur   time.Duration
 	lastErr   error
-	// lastVector holds the last recording rule result (for the API).
+	// samples is the size of the last recording rule result.
 	samples int
+	// warmed is set once a warm start was tried.
+	warmed bool
 }
 
 func newRuleState(r *Rule, g *groupState) *ruleState {
@@ -96,6 +98,7 @@ type evalEnv struct {
 	source       datasource.Source
 	lifecycle    Lifecycle
 	grace        time.Duration
+	warmStart    time.Duration
 	externalURL  *url.URL
 	record       func(ctx context.Context, ts time.Time, v promql.Vector) error
 	onTransition func(Transition)
@@ -204,6 +207,9 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	if r.Type == TypeAnomaly {
+		rs.warmStart(ctx, ts)
+	}
 	obsv := make([]obs, 0, len(vec))
 	for _, s := range vec {
 		if s.H != nil {
@@ -254,6 +260,38 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 		}
 	}
 	return rs.apply(ctx, ts, obsv), nil
+}
+
+// warmStart feeds a cold univariate rule's new detectors the history a
+// range query returns, so they judge from the first evaluation. It runs
+// once per rule runtime and only when no detector state exists. rs.mu is
+// held.
+func (rs *ruleState) warmStart(ctx context.Context, ts time.Time) {
+	env := rs.group.env
+	if rs.warmed || env.warmStart <= 0 || len(rs.series) > 0 {
+		rs.warmed = true
+		return
+	}
+	rs.warmed = true
+	iv := rs.group.spec.Interval
+	end := rs.queryTime(ts).Add(-iv)
+	mat, err := env.source.Range(ctx, rs.rule.Expr, end.Add(-env.warmStart), end, iv)
+	if err != nil {
+		return // a cold start is only slower, not wrong
+	}
+	for _, s := range mat {
+		d, err := rs.rule.Detector.Config.(detect.UnivariateConfig).New()
+		if err != nil {
+			return
+		}
+		ss := &seriesState{labels: s.Metric, det: d}
+		for _, p := range s.Floats {
+			ss.last = d.Observe(p.T, p.F)
+			ss.push(p.F)
+		}
+		ss.lastSeen = ts
+		rs.series[s.Metric.Hash()] = ss
+	}
 }
 
 // evalComposite queries every signal and feeds the rule's one composite

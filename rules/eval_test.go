@@ -372,3 +372,40 @@ func TestFlappingEnds(t *testing.T) {
 	}
 	require.LessOrEqual(t, len(sent), int(20*time.Minute/cfg.ResendDelay)+1, "at most one notice per resend delay")
 }
+
+func TestWarmStart(t *testing.T) {
+	lset := labels.FromStrings("__name__", "x")
+	var rangeCalls int
+	src := vecSource(lset, func(string, time.Time) (float64, bool) { return 9, true })
+	hist := &fakeSource{instant: src.instant}
+	rangeFn := func(q string, start, end time.Time, step time.Duration) (promql.Matrix, error) {
+		rangeCalls++
+		var pts []promql.FPoint
+		for ts := start; !ts.After(end); ts = ts.Add(step) {
+			pts = append(pts, promql.FPoint{T: ts.UnixMilli(), F: 1})
+		}
+		return promql.Matrix{{Metric: lset, Floats: pts}}, nil
+	}
+	rec := &recorder{}
+	m, err := NewManager(Options{Source: &rangeSource{hist, rangeFn}, Notify: rec.notify, Lookup: fakeLookup, Kinds: fakeKindNames})
+	require.NoError(t, err)
+	cfg := testConfig(writeRules(t, t.TempDir(), "r.yml", "groups: [{name: g, rules: [{anomaly: A, expr: x, detector: {type: fake, threshold: 5, warm_up: 5}}]}]"))
+	cfg.WarmStart = time.Minute
+	require.NoError(t, m.ApplyConfig(cfg))
+	require.NoError(t, m.EvalGroups(context.Background(), t0))
+	require.Equal(t, 1, rangeCalls)
+	sent := rec.take()
+	require.Len(t, sent, 1, "warm detector judges at the first evaluation")
+	require.Equal(t, []float64{1, 1, 1, 1, 1, 1, 1, 9}, sent[0].Recent, "a minute of history at 10s, both ends included")
+	require.NoError(t, m.EvalGroups(context.Background(), t0.Add(10*time.Second)))
+	require.Equal(t, 1, rangeCalls, "warm start runs once")
+}
+
+type rangeSource struct {
+	*fakeSource
+	rangeFn func(q string, start, end time.Time, step time.Duration) (promql.Matrix, error)
+}
+
+func (r *rangeSource) Range(_ context.Context, q string, start, end time.Time, step time.Duration) (promql.Matrix, error) {
+	return r.rangeFn(q, start, end, step)
+}

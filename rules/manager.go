@@ -261,6 +261,7 @@ func (m *Manager) newEnv(cfg Config, g *Group) *evalEnv {
 		source:       m.sourceFor(g),
 		lifecycle:    cfg.lifecycle(),
 		grace:        cfg.SeriesGrace,
+		warmStart:    cfg.WarmStart,
 		externalURL:  m.ext,
 		record:       m.opts.Record,
 		onTransition: m.opts.OnTransition,
