@@ -316,7 +316,7 @@ func (a *agent) reload(ctx context.Context) error {
 	}
 	a.reloadOK.Set(1)
 	a.reloadSuccess.Set(float64(a.opts.now().Unix()))
-	a.logger.Info("config reloaded", "file", a.config().File, "duration", a.opts.now().Sub(start))
+	a.logger.Info("config reloaded", "config", configName(a.config()), "duration", a.opts.now().Sub(start))
 	return nil
 }
 

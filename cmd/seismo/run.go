@@ -103,9 +103,10 @@ func runAgent(ctx context.Context, cli *cliEnv, f *runFlags) error {
 				a.hangup()
 				continue
 			}
-			logger.Info("shutting down", "signal", sig.String(), "timeout", cfg.ShutdownTimeout)
+			timeout := a.config().ShutdownTimeout
+			logger.Info("shutting down", "signal", sig.String(), "timeout", timeout)
 			cancel()
-			return drain(logger, done, sigs, a.config().ShutdownTimeout)
+			return drain(logger, done, sigs, timeout)
 		}
 	}
 }
