@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/rules"
 )
 
 // Config is the whole agent configuration. The zero value is not useful:
@@ -55,6 +56,7 @@ type Config struct {
 	// Subsystem sections are added below, one line each (see the package
 	// comment), e.g.:
 	//   Collectors collectors.Config `koanf:"collectors"`
+	Rules rules.Config `koanf:"rules"`
 
 	// File is the path of the config file this was loaded from, empty for
 	// the embedded default. Set by Load, never decoded.
@@ -92,6 +94,7 @@ func Default() Config {
 			MaxConcurrentRequests: 64,
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
+		Rules: rules.DefaultConfig(),
 	}
 }
 
@@ -123,12 +126,13 @@ func (h *HTTPConfig) Validate() error {
 		errs.Addf("listen_address", "missing port in %q", h.ListenAddress)
 	}
 	if h.ExternalURL != "" {
+		// Error texts never repeat the URL whole: it may carry credentials.
 		u, err := url.Parse(h.ExternalURL)
 		switch {
 		case err != nil:
-			errs.Addf("external_url", "%v", err)
+			errs.Addf("external_url", "not a URL")
 		case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
-			errs.Addf("external_url", "want an absolute http(s) URL, got %q", h.ExternalURL)
+			errs.Addf("external_url", "want an absolute http(s) URL, got %q", u.Redacted())
 		}
 	}
 	if h.MaxConcurrentRequests <= 0 {

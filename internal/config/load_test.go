@@ -136,6 +136,11 @@ log:
 			},
 		},
 		{
+			name: "URL credentials are not repeated",
+			yaml: "http:\n  external_url: ftp://user:hunter2@example.com\n",
+			want: []string{`bad.yml:2:17: http.external_url: want an absolute http(s) URL, got "ftp://user:xxxxx@example.com"`},
+		},
+		{
 			name: "bad duration text",
 			yaml: "shutdown_timeout: soon\n",
 			want: []string{`bad.yml:1:19: shutdown_timeout: want a duration such as 15s or 1m30s, got "soon"`},
