@@ -96,21 +96,34 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	return nil
 }
 
-// ApplyConfig swaps in a new config. Everything is built first; on error
-// nothing changes. Jobs whose definition is unchanged keep running
-// untouched (same phase, same series cache); changed jobs restart; removed
-// jobs stop and mark their series stale. Stored history is never dropped.
+// ApplyConfig swaps in a new config: Prepare, then commit.
 func (s *Scheduler) ApplyConfig(cfg Config) error {
-	if err := cfg.Validate(); err != nil {
+	commit, err := s.Prepare(cfg)
+	if err != nil {
 		return err
+	}
+	commit()
+	return nil
+}
+
+// Prepare validates cfg and builds every new or changed job without
+// touching the running ones; the returned commit swaps them in and cannot
+// fail. On error nothing changes. Jobs whose definition is unchanged keep
+// running untouched (same phase, same series cache, no staleness markers);
+// changed jobs restart; removed jobs stop and mark their series stale.
+// Stored history is never dropped. Reloads must not run concurrently.
+func (s *Scheduler) Prepare(cfg Config) (commit func(), err error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	specs := jobSpecs(cfg)
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	current := s.jobs
+	s.mu.Unlock()
 	next := make(map[string]*job, len(specs))
 	var fresh []*job
 	for _, sp := range specs {
-		if old, ok := s.jobs[sp.name]; ok && reflect.DeepEqual(old.spec, sp) {
+		if old, ok := current[sp.name]; ok && reflect.DeepEqual(old.spec, sp) {
 			next[sp.name] = old
 			continue
 		}
@@ -119,23 +132,26 @@ func (s *Scheduler) ApplyConfig(cfg Config) error {
 			for _, f := range fresh {
 				f.release()
 			}
-			return fmt.Errorf("job %q: %w", sp.name, err)
+			return nil, fmt.Errorf("job %q: %w", sp.name, err)
 		}
 		next[sp.name] = j
 		fresh = append(fresh, j)
 	}
-	for name, old := range s.jobs {
-		if next[name] != old {
-			old.stop()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for name, old := range s.jobs {
+			if next[name] != old {
+				old.stop()
+			}
 		}
-	}
-	s.jobs = next
-	if s.runCtx != nil {
-		for _, j := range fresh {
-			j.start(s.runCtx)
+		s.jobs = next
+		if s.runCtx != nil {
+			for _, j := range fresh {
+				j.start(s.runCtx)
+			}
 		}
-	}
-	return nil
+	}, nil
 }
 
 // jobSpec is a job's complete definition with defaults applied; two equal
