@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"math"
 	"time"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
@@ -129,6 +130,26 @@ type Decoupling struct {
 
 var _ Composite = (*Decoupling)(nil)
 
+// The symptom baseline lives in log space: latency and queue noise is
+// multiplicative and right-skewed, and a linear z-score on a log-normal
+// series pages on its ordinary tail. shapeLogFloor is the smallest log-space
+// standard deviation (2 %, multiplicative).
+const shapeLogFloor = 0.02
+
+// symOff keeps the log finite for a symptom that can be zero.
+func (d *Decoupling) symOff() float64 { return math.Max(d.cfg.MinSymptom, 1e-9) }
+
+func (d *Decoupling) symLog(v float64) float64 { return math.Log(math.Max(v, 0) + d.symOff()) }
+
+// symExpected is the symptom's baseline in its own unit (a geometric mean).
+func (d *Decoupling) symExpected() float64 { return math.Exp(d.sym.mean) - d.symOff() }
+
+// symAt is the symptom value k log-space standard deviations from the
+// baseline.
+func (d *Decoupling) symAt(k float64) float64 {
+	return math.Exp(d.sym.mean+k*d.sym.sd(0, shapeLogFloor)) - d.symOff()
+}
+
 // Observe judges one evaluation instant.
 func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 	c := &d.cfg
@@ -143,8 +164,12 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 	d.carried = 0
 	step := d.tick(ts)
 
-	zS := d.sym.z(sym, shapeFloorRel, shapeFloorAbs)
-	rS := d.sym.ratio(sym)
+	lsym := d.symLog(sym)
+	zS := d.sym.z(lsym, 0, shapeLogFloor)
+	rS := sym / d.symExpected()
+	if d.symExpected() <= 0 {
+		rS = math.Inf(1)
+	}
 	rR := d.res.ratio(res)
 	resMoved := rR >= c.ResourceRatio
 	if c.Capacity > 0 {
@@ -158,9 +183,9 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 	cond := warm && zS >= c.Sigmas && rS >= c.MinRatio && sym >= c.MinSymptom && !resMoved && !explained
 
 	r := Result{Verdict: Verdict{
-		Expected:  d.sym.mean,
-		Lower:     d.sym.mean - c.Sigmas*d.sym.sd(shapeFloorRel, shapeFloorAbs),
-		Upper:     d.sym.mean + c.Sigmas*d.sym.sd(shapeFloorRel, shapeFloorAbs),
+		Expected:  d.symExpected(),
+		Lower:     d.symAt(-c.Sigmas),
+		Upper:     d.symAt(c.Sigmas),
 		State:     StateNormal,
 		Direction: DirNone,
 	}}
@@ -180,7 +205,7 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 		r.Explanation = d.explain(ts, sym, res, tr, okT, rS, rT, r.Score, cond)
 	}
 	if d.learning(ts, c.RelearnAfter) {
-		d.sym.update(step, sym, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
+		d.sym.update(step, lsym, c.Baseline, c.Sigmas, 0, shapeLogFloor, c.WarmUp)
 		d.res.update(step, res, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 		if okT {
 			d.tr.update(step, tr, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
@@ -192,20 +217,21 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 
 func (d *Decoupling) explain(ts int64, sym, res, tr float64, okT bool, rS, rT, score float64, cond bool) *model.Explanation {
 	c := &d.cfg
-	sd := d.sym.sd(shapeFloorRel, shapeFloorAbs)
+	sd := d.symAt(1) - d.symExpected()
 	x := &model.Explanation{
 		Detector:  "decoupling",
 		Kind:      "saturation_without_cpu",
 		Score:     score,
 		Direction: "up",
 		Signals: []model.Signal{
-			shapeSignal("symptom", c.SymptomUnit, sym, &d.sym, c.Sigmas, shapeFloorRel, shapeFloorAbs),
+			{Name: "symptom", Unit: c.SymptomUnit, Current: sym, Expected: d.symExpected(),
+				Lower: d.symAt(-c.Sigmas), Upper: d.symAt(c.Sigmas)},
 			shapeSignal("resource", c.ResourceUnit, res, &d.res, c.Sigmas, shapeFloorRel, shapeFloorAbs),
 		},
 		Cause: "requests are waiting on a limit (workers, threads, connection pool), not on " + c.ResourceName,
 	}
 	s := c.SymptomName + " " + shapeVal(sym, c.SymptomUnit) +
-		" (normal " + shapeVal(d.sym.mean, c.SymptomUnit) + " " + shapeSpread(sd, c.SymptomUnit) +
+		" (normal " + shapeVal(d.symExpected(), c.SymptomUnit) + " " + shapeSpread(sd, c.SymptomUnit) +
 		shapeTimes(rS) + ") while " + c.ResourceName + " " + shapeVal(res, c.ResourceUnit) +
 		" (normal " + shapeVal(d.res.mean, c.ResourceUnit) + ")"
 	if okT && d.tr.n > 0 {

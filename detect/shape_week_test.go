@@ -11,8 +11,9 @@ import (
 )
 
 // A simulated week of 10-second samples: diurnal load with deep nights and
-// quieter weekends, multiplicative noise, a daily deploy blip, and (for the
-// storm) a heavy client that is legitimately limited at every daily peak.
+// quieter weekends, multiplicative noise (autocorrelated for p99 latency,
+// wider at night), a daily deploy blip, and (for the storm) a heavy client
+// that is legitimately limited at every daily peak.
 // TestShapeWeek runs each detector over a clean week and counts false pages,
 // then over a week with a clear incident every ~12 hours and reports the
 // detection delays. Run it with -v to see the figures.
@@ -67,80 +68,92 @@ type shapeWorld struct {
 	// lag is how many samples after the incident start its detectable
 	// onset is (a surge's saturation follows the traffic step).
 	lag int
-	gen func(rng *rand.Rand, i, inc int) Inputs
+	// newGen returns a fresh generator (some carry state from sample to
+	// sample, such as autocorrelated noise).
+	newGen func() func(rng *rand.Rand, i, inc int) Inputs
 }
 
 func shapeWorlds() []shapeWorld {
 	return []shapeWorld{
-		{kind: "decoupling", gen: func(rng *rand.Rand, i, inc int) Inputs {
-			load := shapeLoad(i)
-			lat := 0.2 * (1 + 0.5*load*load) * shapeLogNormal(rng, 0.08+0.1*(1-load))
-			cpu := (0.05 + 0.6*load) * (1 + 0.03*rng.NormFloat64())
-			traffic := 200 * load * (1 + 0.03*rng.NormFloat64())
-			if shapeDeploy(i) {
-				lat *= 2.5
-				cpu *= 1.3
-			}
-			if inc >= 0 {
-				lat *= 5
-			}
-			return Inputs{"symptom": {{Value: lat}}, "resource": {{Value: cpu}}, "traffic": {{Value: traffic}}}
-		}},
-		{kind: "storm", gen: func(rng *rand.Rand, i, inc int) Inputs {
-			const clients = 50
-			load := shapeLoad(i)
-			reqs := make([]Sample, clients)
-			lim := make([]Sample, 0, clients)
-			for c := range clients {
-				key := "client-" + strconv.Itoa(c)
-				r := 100 * load / float64(c+1) * (1 + 0.1*rng.NormFloat64())
-				r = math.Max(r, 0.01)
-				l := r * 0.002 * math.Abs(rng.NormFloat64())
-				if c == 0 && load > 0.8 {
-					l = 0.6 * r // the heavy client hits its quota at the daily peak
+		{kind: "decoupling", newGen: func() func(rng *rand.Rand, i, inc int) Inputs {
+			ar := 0.0 // p99 latency noise is autocorrelated: AR(1), phi 0.8
+			return func(rng *rand.Rand, i, inc int) Inputs {
+				load := shapeLoad(i)
+				ar = 0.8*ar + 0.6*rng.NormFloat64()
+				lat := 0.2 * (1 + 0.5*load*load) * math.Exp((0.15+0.15*(1-load))*ar)
+				cpu := (0.05 + 0.6*load) * (1 + 0.03*rng.NormFloat64())
+				traffic := 200 * load * (1 + 0.03*rng.NormFloat64())
+				if shapeDeploy(i) {
+					lat *= 2.5
+					cpu *= 1.3
 				}
 				if inc >= 0 {
-					l = r * (0.7 + 0.05*rng.NormFloat64())
+					lat *= 8 // 0.22 s to 1.8 s, as in the web-store outage
 				}
-				reqs[c] = Sample{Key: key, Value: r}
-				lim = append(lim, Sample{Key: key, Value: math.Min(l, r)})
+				return Inputs{"symptom": {{Value: lat}}, "resource": {{Value: cpu}}, "traffic": {{Value: traffic}}}
 			}
-			return Inputs{"requests": reqs, "limited": lim}
 		}},
-		{kind: "surge", lag: 3, gen: func(rng *rand.Rand, i, inc int) Inputs {
-			load := shapeLoad(i)
-			req := 1000 * load * (1 + 0.03*rng.NormFloat64())
-			lat := 0.2 * (1 + 0.3*load) * shapeLogNormal(rng, 0.08)
-			errs := shapePoisson(rng, req*10*0.002) / 10
-			health := make([]Sample, 8)
-			for h := range health {
-				health[h] = Sample{Key: "i" + strconv.Itoa(h), Value: 1}
-			}
-			if shapeDeploy(i) {
-				lat *= 2.5
-				health[7].Value = 0
-			}
-			if inc >= 0 {
-				req *= 5
-				if inc >= 3 {
-					lat *= 4
-					errs = req * 0.3
+		{kind: "storm", newGen: func() func(rng *rand.Rand, i, inc int) Inputs {
+			return func(rng *rand.Rand, i, inc int) Inputs {
+				const clients = 50
+				load := shapeLoad(i)
+				reqs := make([]Sample, clients)
+				lim := make([]Sample, 0, clients)
+				for c := range clients {
+					key := "client-" + strconv.Itoa(c)
+					r := 100 * load / float64(c+1) * (1 + 0.1*rng.NormFloat64())
+					r = math.Max(r, 0.01)
+					l := r * 0.002 * math.Abs(rng.NormFloat64())
+					if c == 0 && load > 0.8 {
+						l = 0.6 * r // the heavy client hits its quota at the daily peak
+					}
+					if inc >= 0 {
+						l = r * (0.7 + 0.05*rng.NormFloat64())
+					}
+					reqs[c] = Sample{Key: key, Value: r}
+					lim = append(lim, Sample{Key: key, Value: math.Min(l, r)})
 				}
+				return Inputs{"requests": reqs, "limited": lim}
 			}
-			return Inputs{"requests": {{Value: req}}, "latency": {{Value: lat}}, "errors": {{Value: errs}}, "health": health}
 		}},
-		{kind: "error_rate", config: "count", gen: func(rng *rand.Rand, i, inc int) Inputs {
-			load := shapeLoad(i)
-			n := shapePoisson(rng, 2000*load) // requests per 10 s
-			p := 0.005 * shapeLogNormal(rng, 0.3)
-			if shapeDeploy(i) {
-				p = 0.03
+		{kind: "surge", lag: 3, newGen: func() func(rng *rand.Rand, i, inc int) Inputs {
+			return func(rng *rand.Rand, i, inc int) Inputs {
+				load := shapeLoad(i)
+				req := 1000 * load * (1 + 0.03*rng.NormFloat64())
+				lat := 0.2 * (1 + 0.3*load) * shapeLogNormal(rng, 0.08)
+				errs := shapePoisson(rng, req*10*0.002) / 10
+				health := make([]Sample, 8)
+				for h := range health {
+					health[h] = Sample{Key: "i" + strconv.Itoa(h), Value: 1}
+				}
+				if shapeDeploy(i) {
+					lat *= 2.5
+					health[7].Value = 0
+				}
+				if inc >= 0 {
+					req *= 5
+					if inc >= 3 {
+						lat *= 4
+						errs = req * 0.3
+					}
+				}
+				return Inputs{"requests": {{Value: req}}, "latency": {{Value: lat}}, "errors": {{Value: errs}}, "health": health}
 			}
-			if inc >= 0 {
-				p = 0.2
+		}},
+		{kind: "error_rate", config: "count", newGen: func() func(rng *rand.Rand, i, inc int) Inputs {
+			return func(rng *rand.Rand, i, inc int) Inputs {
+				load := shapeLoad(i)
+				n := shapePoisson(rng, 2000*load) // requests per 10 s
+				p := 0.005 * shapeLogNormal(rng, 0.3)
+				if shapeDeploy(i) {
+					p = 0.03
+				}
+				if inc >= 0 {
+					p = 0.2
+				}
+				k := math.Min(n, shapePoisson(rng, n*p))
+				return Inputs{"errors": {{Value: k}}, "requests": {{Value: n}}}
 			}
-			k := math.Min(n, shapePoisson(rng, n*p))
-			return Inputs{"errors": {{Value: k}}, "requests": {{Value: n}}}
 		}},
 	}
 }
@@ -171,6 +184,7 @@ type shapeWeekFigures struct {
 func (w shapeWorld) simulate(t testing.TB, incidents bool) shapeWeekFigures {
 	rng := rand.New(rand.NewPCG(42, uint64(len(w.kind))))
 	d := w.detector(t)
+	gen := w.newGen()
 	var f shapeWeekFigures
 	next, inc := 0, -1
 	firstPage := -1
@@ -183,7 +197,7 @@ func (w shapeWorld) simulate(t testing.TB, incidents bool) shapeWeekFigures {
 		if inc >= shapeIncidentLen {
 			genInc = -1 // the incident is over; its window stays open below
 		}
-		r := d.Observe(int64(i)*10_000, w.gen(rng, i, genInc))
+		r := d.Observe(int64(i)*10_000, gen(rng, i, genInc))
 		page := r.State == StateAnomalous && !r.Informational
 		info := r.State == StateAnomalous && r.Informational
 		if info && !prevInfo {
