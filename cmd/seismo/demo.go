@@ -18,6 +18,7 @@ const demoHelp = "Run the demo service and load generator that replay the outage
 
 func registerDemo(app *kingpin.Application, cli *cliEnv) {
 	parent := cli.command(app, "demo", demoHelp)
+	registerDemoRun(parent, cli)
 	registerDemoService(parent, cli)
 	registerDemoLoad(parent, cli)
 }

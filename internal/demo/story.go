@@ -80,6 +80,15 @@ type StoryOptions struct {
 	SurgeRamp   time.Duration
 }
 
+// Length returns how long the default story takes with these options.
+func (o StoryOptions) Length() time.Duration {
+	d := o.WarmUp + o.Normal + 3*(o.Outage+o.Recovery+o.Normal)
+	if o.LookAlike > 0 {
+		d += o.LookAlike
+	}
+	return d
+}
+
 // DefaultPhases returns the story: warm-up and a normal phase, then each of
 // the three outages, each followed by a recovery and a normal phase.
 func DefaultPhases(svc *Service, gen *loadgen.Generator, o StoryOptions) []Phase {

@@ -156,6 +156,7 @@ func TestDefaultPhases(t *testing.T) {
 		PhaseOutage, PhaseRecovery, PhaseNormal,
 		PhaseOutage, PhaseRecovery, PhaseNormal}, kinds)
 	require.Equal(t, 3*time.Second+2*time.Second+time.Second+3*(5*time.Second+4*time.Second+2*time.Second), total)
+	require.Equal(t, total, StoryOptions{WarmUp: 3 * time.Second, Normal: 2 * time.Second, LookAlike: time.Second, Outage: 5 * time.Second, Recovery: 4 * time.Second}.Length())
 
 	// Each outage's Begin and End switch its mechanism on and off.
 	checks := []func() bool{
