@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/prometheus/promql"
 
+	"github.com/seismo-agent/seismo/datasource"
+	"github.com/seismo-agent/seismo/internal/config"
 	"github.com/seismo-agent/seismo/rules"
 )
 
@@ -63,4 +67,35 @@ func registerTestRules(app *kingpin.Application, cli *cliEnv) {
 		}
 		return nil
 	}))
+}
+
+// wireRules builds the rules manager from cfg over src and registers it
+// with the agent: its evaluation loops as a service, its part of reload,
+// /api/v1/rules and /api/v1/alerts. notify receives alerts due for sending;
+// record, if not nil, receives recording rule results.
+func wireRules(a *agent, cfg *config.Config, src datasource.Source, notify rules.NotifyFunc,
+	record func(ctx context.Context, ts time.Time, v promql.Vector) error) (*rules.Manager, error) {
+	m, err := rules.NewManager(rules.Options{
+		Source:      src,
+		Notify:      notify,
+		Record:      record,
+		DataDir:     cfg.DataDir,
+		ExternalURL: cfg.HTTP.ExternalURLOrDefault(),
+		Logger:      a.logger,
+		Metrics:     a.metricsSet(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.ApplyConfig(cfg.Rules); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("rules:\n%w", err)
+	}
+	a.addService(service{name: "rules", run: m.Run, started: m.Started()})
+	a.addReloader(reloader{name: "rules", prepare: func(_ context.Context, next *config.Config) (func(), error) {
+		return m.Prepare(next.Rules)
+	}})
+	a.web.Handle("GET /api/v1/rules", m.RulesHandler())
+	a.web.Handle("GET /api/v1/alerts", m.AlertsHandler())
+	return m, nil
 }
