@@ -396,13 +396,20 @@ func (pc *ProbeConfig) validate(defInterval time.Duration) error {
 	return errs.Err()
 }
 
-// Resolve makes file paths relative to the config file's directory
-// absolute and reads *_file secrets.
+// Resolve fills per-job defaults, makes file paths relative to the config
+// file's directory absolute and reads *_file secrets.
 func (c *Config) Resolve(baseDir string) error {
 	var errs configutil.Errors
 	for i := range c.ScrapeConfigs {
 		sc := &c.ScrapeConfigs[i]
 		p := fmt.Sprintf("scrape_configs[%d]", i)
+		// List elements decode from zero: fill per-job defaults here.
+		if sc.MetricsPath == "" {
+			sc.MetricsPath = DefaultMetricsPath
+		}
+		if sc.Scheme == "" {
+			sc.Scheme = "http"
+		}
 		errs.Merge(p, sc.HTTPClientConfig.resolve(baseDir))
 		for j := range sc.FileSDConfigs {
 			for k, f := range sc.FileSDConfigs[j].Files {

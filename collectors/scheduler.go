@@ -228,8 +228,6 @@ func (s *Scheduler) newJob(sp jobSpec) (*job, error) {
 		j.client, err = newHTTPClient(sp.scrape.HTTPClientConfig)
 	case "probe":
 		j.client, err = newHTTPClient(sp.probe.HTTPClientConfig)
-	case "host":
-		_, err = NewHostCollector(sp.procPath)
 	}
 	if err != nil {
 		return nil, err
@@ -323,7 +321,7 @@ func (j *job) newLoop(key string, ls labels.Labels) *loop {
 		r = &collectorRunner{c: NewProbeCollector(instance, sp.probe.Method, sp.probe.ValidStatusCodes, j.client, j.s.now), target: ls}
 	case "host":
 		c, err := NewHostCollector(sp.procPath)
-		if err != nil { // checked in newJob; the path can vanish later
+		if err != nil { // counted as a failed collection on every tick
 			r = &collectorRunner{c: CollectorFunc(func(context.Context, time.Time) ([]Sample, error) { return nil, err }), target: ls}
 		} else {
 			r = &collectorRunner{c: c, target: ls}
