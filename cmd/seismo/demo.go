@@ -33,8 +33,8 @@ func registerDemoService(parent *kingpin.CmdClause, cli *cliEnv) {
 	cmd.Flag("timeout", "Per-request deadline for queueing plus work; past it, 504.").Default("1s").DurationVar(&o.Timeout)
 	cmd.Flag("cpu-work", "CPU time per uncacheable request.").Default("2ms").DurationVar(&o.CPUWork)
 	cmd.Flag("backend-wait", "Time an uncacheable request holds its worker waiting on a backend.").Default("100ms").DurationVar(&o.BackendWait)
-	cmd.Flag("client-rate", "Per-client rate limit in requests per second (negative: off).").Default("20").Float64Var(&o.ClientRate)
-	cmd.Flag("client-burst", "Per-client burst.").Default("40").IntVar(&o.ClientBurst)
+	cmd.Flag("client-rate", "Per-client rate limit in requests per second (negative: off).").Default("5").Float64Var(&o.ClientRate)
+	cmd.Flag("client-burst", "Per-client burst.").Default("10").IntVar(&o.ClientBurst)
 	cmd.Flag("limiter-clear-every", "How often the limiter table is cleared under limiter-global.").Default("5s").DurationVar(&o.LimiterClearEvery)
 	faults := cmd.Flag("fault", "Fault to switch on at start (pool-shrink, limiter-global); repeatable.").Strings()
 	cmd.Action(cli.action(func(ctx context.Context) error {

@@ -102,8 +102,9 @@ type Options struct {
 	// waiting on a (simulated) database, using no CPU (default 100ms).
 	BackendWait time.Duration
 	// ClientRate and ClientBurst configure each client's token bucket
-	// (default 20 req/s, burst 40). A negative ClientRate turns the limiter
-	// off.
+	// (default 5 req/s, burst 10: five times what each of the load
+	// generator's 50 clients sends by default). A negative ClientRate turns
+	// the limiter off.
 	ClientRate  float64
 	ClientBurst int
 	// LimiterClearEvery is how often the limiter table is wiped while
@@ -134,7 +135,7 @@ func (o *Options) applyDefaults() {
 	def(&o.Workers, 8)
 	def(&o.ShrunkWorkers, 1)
 	def(&o.QueueSize, 64)
-	def(&o.ClientBurst, 40)
+	def(&o.ClientBurst, 10)
 	def(&o.MaxClients, 200)
 	def(&o.CatalogPages, 100)
 	defDur(&o.Timeout, time.Second)
@@ -142,7 +143,7 @@ func (o *Options) applyDefaults() {
 	defDur(&o.BackendWait, 100*time.Millisecond)
 	defDur(&o.LimiterClearEvery, 5*time.Second)
 	if o.ClientRate == 0 {
-		o.ClientRate = 20
+		o.ClientRate = 5
 	}
 	if o.Now == nil {
 		o.Now = time.Now
