@@ -2,6 +2,7 @@ package detect
 
 import (
 	"bufio"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math"
@@ -350,9 +351,15 @@ func TestShapeSeries(t *testing.T) {
 			for i, r := range rs {
 				if r.State == StateAnomalous {
 					require.NotNil(t, r.Explanation, "sample %d has no explanation", i)
-					require.NotEmpty(t, r.Explanation.Summary)
-					require.GreaterOrEqual(t, r.Explanation.Score, 0.0)
-					require.LessOrEqual(t, r.Explanation.Score, 1.0)
+					x := r.Explanation
+					require.NotEmpty(t, x.Summary)
+					require.NotEmpty(t, x.Cause)
+					require.Equal(t, f.kind, x.Detector)
+					require.NotEmpty(t, x.Signals)
+					require.GreaterOrEqual(t, x.Score, 0.0)
+					require.LessOrEqual(t, x.Score, 1.0)
+					_, err := json.Marshal(x) // notifications carry it as JSON: no NaN or Inf
+					require.NoError(t, err, "sample %d", i)
 				}
 			}
 
