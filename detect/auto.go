@@ -39,9 +39,21 @@ type AutoConfig struct {
 	// of that range) a value must lie to count as a new extreme, which
 	// scores as anomalous outright. Negative disables the check.
 	ExtremeTolerance float64 `yaml:"extreme_tolerance"`
+	// ExtremeAfter is the number of samples before new extremes count: in
+	// a short history every few samples sets a record.
+	ExtremeAfter int `yaml:"extreme_after"`
 	// Quiet is the number of samples after an alert during which the score
 	// is held at zero, so that one incident yields one alert.
 	Quiet int `yaml:"quiet"`
+	// DayBuckets slices the day (UTC) into this many time-of-day
+	// baselines; once a slice has been seen MinDayVisits times, surprise is
+	// the average of the distance from the level and from that slice's
+	// usual value, so daily rhythms count for less. 0 disables it.
+	DayBuckets   int `yaml:"day_buckets"`
+	MinDayVisits int `yaml:"min_day_visits"`
+	// DayHalfLife is, per time-of-day slice, how many visits it takes to
+	// half forget.
+	DayHalfLife float64 `yaml:"day_half_life"`
 }
 
 // DefaultAutoConfig returns the defaults, chosen by measurement on NAB (see
@@ -51,11 +63,15 @@ func DefaultAutoConfig() AutoConfig {
 		Threshold:        0.5,
 		WarmUp:           150,
 		LevelHalfLife:    100,
-		SurpriseCap:      5,
+		SurpriseCap:      3,
 		ShortHalfLife:    2,
 		LongHalfLife:     5000,
 		ExtremeTolerance: 0.01,
+		ExtremeAfter:     300,
 		Quiet:            200,
+		DayBuckets:       24,
+		MinDayVisits:     3,
+		DayHalfLife:      10,
 	}
 }
 
@@ -77,8 +93,20 @@ func (c *AutoConfig) Validate() error {
 	if math.IsNaN(c.ExtremeTolerance) || math.IsInf(c.ExtremeTolerance, 0) {
 		errs.Addf("extreme_tolerance", "must be a number, got %v", c.ExtremeTolerance)
 	}
+	if c.ExtremeAfter < 0 {
+		errs.Addf("extreme_after", "must not be negative, got %d", c.ExtremeAfter)
+	}
 	if c.Quiet < 0 {
 		errs.Addf("quiet", "must not be negative, got %d", c.Quiet)
+	}
+	if c.DayBuckets < 0 || c.DayBuckets > 1440 {
+		errs.Addf("day_buckets", "must be between 0 (off) and 1440, got %d", c.DayBuckets)
+	}
+	if c.DayBuckets > 0 {
+		if c.MinDayVisits < 2 {
+			errs.Addf("min_day_visits", "must be at least 2, got %d", c.MinDayVisits)
+		}
+		checkHalfLife(&errs, "day_half_life", c.DayHalfLife)
 	}
 	return errs.Err()
 }
@@ -98,23 +126,27 @@ func (c *AutoConfig) fields() []configField {
 	return []configField{
 		{"threshold", c.Threshold}, {"warm_up", float64(c.WarmUp)}, {"level_half_life", c.LevelHalfLife},
 		{"surprise_cap", c.SurpriseCap}, {"short_half_life", c.ShortHalfLife}, {"long_half_life", c.LongHalfLife},
-		{"extreme_tolerance", c.ExtremeTolerance}, {"quiet", float64(c.Quiet)},
+		{"extreme_tolerance", c.ExtremeTolerance}, {"extreme_after", float64(c.ExtremeAfter)}, {"quiet", float64(c.Quiet)},
+		{"day_buckets", float64(c.DayBuckets)}, {"min_day_visits", float64(c.MinDayVisits)}, {"day_half_life", c.DayHalfLife},
 	}
 }
 
 // Auto is the default univariate detector. Per sample it
 //
 //  1. measures surprise: the distance of the value from a robust
-//     (outlier-resistant) level in robust standard deviations, capped;
+//     (outlier-resistant) level in robust standard deviations, capped, and
+//     averaged with the distance from the usual value at this time of day;
 //  2. turns surprise into a likelihood: how improbable the recent average
 //     surprise is against this series' own long-run distribution of it
 //     (Numenta's anomaly likelihood), so a noisy series must be surprising
 //     by its own standards, and log-scales it into a score;
-//  3. scores a value beyond the range seen so far as anomalous outright;
+//  3. once the range is established, scores a value beyond the range seen
+//     so far as anomalous outright;
 //  4. after an alert, holds the score at zero for a quiet period, so that
 //     one incident is one alert.
 //
-// It costs O(1) work and a fixed ~200 bytes per series.
+// It costs O(1) work and a fixed ~1 KiB per series (mostly the 24
+// time-of-day baselines).
 type Auto struct {
 	cfg    AutoConfig
 	level  Robust
@@ -123,21 +155,26 @@ type Auto struct {
 	n      uint64
 	quiet  int
 	last   Verdict
+	day    Seasonal // time-of-day baselines; unused when DayBuckets is 0
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
 func NewAuto(c AutoConfig) *Auto {
-	return &Auto{
+	a := &Auto{
 		cfg:   c,
 		level: NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
 		// 0.05: surprise is in standard deviations, so a long-run spread
 		// below 0.05 is noise, not a baseline to measure excursions by.
 		lik: NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05),
 	}
+	if c.DayBuckets > 0 {
+		a.day = NewSeasonal(dayMs, c.DayBuckets, AlphaForHalfLife(c.DayHalfLife))
+	}
+	return a
 }
 
 // Observe implements Detector.
-func (a *Auto) Observe(_ int64, x float64) Verdict {
+func (a *Auto) Observe(ts int64, x float64) Verdict {
 	if !finite(x) {
 		return skipVerdict(a.last)
 	}
@@ -151,12 +188,25 @@ func (a *Auto) Observe(_ int64, x float64) Verdict {
 		a.lo, a.hi = x, x
 	} else {
 		surprise = min(math.Abs(x-loc)/scale, c.SurpriseCap)
+		if c.DayBuckets > 0 {
+			b := a.day.At(ts)
+			if b.Count() >= uint64(c.MinDayVisits) {
+				// A slice's own spread is noisy with few visits; never
+				// trust it below a quarter of the level's spread.
+				daily := math.Abs(x-b.Mean()) / max(b.Std(), 0.25*scale, scaleFloor(loc))
+				surprise = (surprise + min(daily, c.SurpriseCap)) / 2
+			}
+		}
 		tol := c.ExtremeTolerance * (a.hi - a.lo)
-		extreme = c.ExtremeTolerance >= 0 && (x > a.hi+tol || x < a.lo-tol)
+		extreme = c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (x > a.hi+tol || x < a.lo-tol) &&
+			math.Abs(x-loc)/scale >= extremeMinZ
 		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 	}
 	p := a.lik.Update(surprise)
 	a.level.Update(x)
+	if c.DayBuckets > 0 {
+		a.day.Update(ts, x)
+	}
 
 	v := bandVerdict(x, loc, scale, 3, 0)
 	switch {
@@ -178,7 +228,11 @@ func (a *Auto) Observe(_ int64, x float64) Verdict {
 	return v
 }
 
-const autoKind = "auto"
+const (
+	autoKind    = "auto"
+	extremeMinZ = 2
+	dayMs       = 24 * 3600 * 1000
+)
 
 // MarshalBinary implements Detector.
 func (a *Auto) MarshalBinary() ([]byte, error) {
@@ -190,6 +244,9 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.f64(a.hi)
 	w.u64(a.n)
 	w.i64(int64(a.quiet))
+	if a.cfg.DayBuckets > 0 {
+		a.day.encode(w)
+	}
 	encodeVerdict(w, a.last)
 	return w.b, nil
 }
@@ -207,6 +264,9 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.hi = r.f64()
 	a.n = r.u64()
 	a.quiet = int(r.i64())
+	if a.cfg.DayBuckets > 0 {
+		a.day.decode(r)
+	}
 	a.last = decodeVerdict(r)
 	return r.finish()
 }

@@ -25,18 +25,21 @@ func AlphaForHalfLife(halfLife float64) float64 {
 	return 1 - math.Exp2(-1/halfLife)
 }
 
-// Update adds one sample. The first sample sets the mean; until then Mean
-// returns 0 and Var 0.
+// Update adds one sample. Before the first sample Mean and Var return 0.
 func (e *EWMA) Update(x float64) {
 	e.n++
 	if e.n == 1 {
 		e.mean, e.vr = x, 0
 		return
 	}
+	// Until 1/alpha samples have been seen, weight them equally (a plain
+	// running mean and variance); otherwise the first sample would dominate
+	// for about 1/alpha samples and the variance would start near zero.
+	a := max(e.alpha, 1/float64(e.n))
 	d := x - e.mean
-	incr := e.alpha * d
+	incr := a * d
 	e.mean += incr
-	e.vr = (1 - e.alpha) * (e.vr + d*incr)
+	e.vr = (1 - a) * (e.vr + d*incr)
 }
 
 // Mean is the weighted mean.

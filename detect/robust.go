@@ -30,16 +30,20 @@ func (r *Robust) Update(x float64) {
 		r.loc = x
 		return
 	}
+	// Equal weights until 1/alpha samples have been seen, as in EWMA, so
+	// the scale does not start from zero; clipping waits for a few samples
+	// so that the first deviations can set the scale.
+	a := max(r.alpha, 1/float64(r.n-1))
 	d := x - r.loc
 	ad := math.Abs(d)
-	if r.mad > 0 {
+	if r.n > 4 && r.mad > 0 {
 		if c := r.clip * r.mad * madToSigma; ad > c {
 			d = math.Copysign(c, d)
 			ad = c
 		}
 	}
-	r.loc += r.alpha * d
-	r.mad += r.alpha * (ad - r.mad)
+	r.loc += a * d
+	r.mad += a * (ad - r.mad)
 }
 
 // Loc is the location estimate (close to the median for symmetric noise).

@@ -68,6 +68,7 @@ func (c *SeasonalConfig) New() (Detector, error) {
 		cfg:    *c,
 		season: NewSeasonal(c.Period.Milliseconds(), c.Buckets, AlphaForHalfLife(c.HalfLife)),
 		global: NewRobust(AlphaForHalfLife(100), 3),
+		resid:  NewRobust(AlphaForHalfLife(200), 3),
 	}, nil
 }
 
@@ -83,7 +84,10 @@ type seasonalDetector struct {
 	cfg    SeasonalConfig
 	season Seasonal
 	global Robust // fallback while a bucket is still learning
-	last   Verdict
+	// resid is the spread of values around their bucket's mean, pooled over
+	// all buckets: one bucket alone sees too few samples to know its spread.
+	resid Robust
+	last  Verdict
 }
 
 func (d *seasonalDetector) Observe(ts int64, x float64) Verdict {
@@ -92,14 +96,16 @@ func (d *seasonalDetector) Observe(ts int64, x float64) Verdict {
 	}
 	b := d.season.At(ts)
 	expected, scale := d.global.Loc(), d.global.Scale()
-	if b.Count() >= uint64(d.cfg.MinVisits) {
-		// The bucket's spread alone is noisy with few visits; never trust
-		// it below half the global spread.
-		expected, scale = b.Mean(), max(b.Std(), 0.5*scale)
+	seasonal := b.Count() >= uint64(d.cfg.MinVisits)
+	if seasonal && d.resid.Count() >= uint64(d.cfg.MinVisits) {
+		expected, scale = b.Mean(), d.resid.Scale()
 	}
 	scale = max(scale, scaleFloor(expected))
 	v := bandVerdict(x, expected, scale, d.cfg.Band, zScore((x-expected)/scale))
 	settle(&v, d.global.Count() >= uint64(d.cfg.WarmUp), d.cfg.Threshold)
+	if seasonal {
+		d.resid.Update(x - b.Mean())
+	}
 	b.Update(x)
 	d.global.Update(x)
 	d.last = v
@@ -113,6 +119,7 @@ func (d *seasonalDetector) MarshalBinary() ([]byte, error) {
 	encodeConfig(w, d.cfg.fields())
 	d.season.encode(w)
 	d.global.encode(w)
+	d.resid.encode(w)
 	encodeVerdict(w, d.last)
 	return w.b, nil
 }
@@ -125,6 +132,7 @@ func (d *seasonalDetector) UnmarshalBinary(b []byte) error {
 	checkConfig(r, d.cfg.fields())
 	d.season.decode(r)
 	d.global.decode(r)
+	d.resid.decode(r)
 	d.last = decodeVerdict(r)
 	return r.finish()
 }

@@ -1,0 +1,272 @@
+package detect
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// univariateKinds are the kinds whose configs build a Detector.
+func univariateKinds(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	for _, n := range Kinds() {
+		k, _ := Lookup(n)
+		if _, ok := k.NewConfig().(UnivariateConfig); ok {
+			names = append(names, n)
+		}
+	}
+	require.Subset(t, names, []string{"auto", "ewma", "mad", "cusum", "seasonal"})
+	return names
+}
+
+func newDetector(t testing.TB, kind string) Detector {
+	t.Helper()
+	k, ok := Lookup(kind)
+	require.True(t, ok, kind)
+	cfg := k.NewConfig().(UnivariateConfig)
+	require.NoError(t, cfg.Validate())
+	d, err := cfg.New()
+	require.NoError(t, err)
+	return d
+}
+
+// testSeries is a noisy daily cycle at 1-minute steps with a level shift, a
+// spike, gaps and a few non-finite values: enough to exercise every state.
+func testSeries(n int) (ts []int64, vs []float64) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	t0 := int64(1_700_000_000_000)
+	for i := range n {
+		t := t0 + int64(i)*60_000
+		if i > n/3 {
+			t += 3_600_000 // a one-hour gap
+		}
+		v := 50 + 10*math.Sin(2*math.Pi*float64(i)/1440) + rng.NormFloat64()
+		switch {
+		case i == n/2:
+			v += 80
+		case i > 2*n/3:
+			v += 25
+		case i%97 == 0:
+			v = math.NaN()
+		case i == 501:
+			v = math.Inf(1)
+		}
+		ts = append(ts, t)
+		vs = append(vs, v)
+	}
+	return ts, vs
+}
+
+func TestSnapshotRoundTripMidStream(t *testing.T) {
+	ts, vs := testSeries(4000)
+	for _, kind := range univariateKinds(t) {
+		for _, cut := range []int{1, 100, 1999, 3500} {
+			t.Run(kind, func(t *testing.T) {
+				whole := newDetector(t, kind)
+				want := make([]Verdict, len(vs))
+				for i := range vs {
+					want[i] = whole.Observe(ts[i], vs[i])
+				}
+
+				first := newDetector(t, kind)
+				for i := range cut {
+					require.Equal(t, want[i], first.Observe(ts[i], vs[i]))
+				}
+				snap, err := first.MarshalBinary()
+				require.NoError(t, err)
+
+				restored := newDetector(t, kind)
+				require.NoError(t, restored.UnmarshalBinary(snap))
+				for i := cut; i < len(vs); i++ {
+					require.Equal(t, want[i], restored.Observe(ts[i], vs[i]), "sample %d after restoring at %d", i, cut)
+				}
+			})
+		}
+	}
+}
+
+func TestSnapshotRejectsBadInput(t *testing.T) {
+	for _, kind := range univariateKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			d := newDetector(t, kind)
+			for i := range 50 {
+				d.Observe(int64(i)*1000, float64(i%7))
+			}
+			snap, err := d.MarshalBinary()
+			require.NoError(t, err)
+
+			tests := []struct {
+				name string
+				b    []byte
+				want string
+			}{
+				{"empty", nil, "too short"},
+				{"truncated", snap[:len(snap)-3], "truncated"},
+				{"trailing bytes", append(append([]byte{}, snap...), 0), "trailing"},
+				{"future version", append([]byte{99}, snap[1:]...), "version 99"},
+			}
+			for _, tt := range tests {
+				err := newDetector(t, kind).UnmarshalBinary(tt.b)
+				require.ErrorIs(t, err, ErrSnapshot, tt.name)
+				require.ErrorContains(t, err, tt.want, tt.name)
+			}
+
+			other := "ewma"
+			if kind == "ewma" {
+				other = "mad"
+			}
+			err = newDetector(t, other).UnmarshalBinary(snap)
+			require.ErrorIs(t, err, ErrSnapshot)
+			require.ErrorContains(t, err, "made by detector")
+		})
+	}
+}
+
+func TestSnapshotRejectsOtherConfig(t *testing.T) {
+	a := DefaultAutoConfig()
+	d1, err := a.New()
+	require.NoError(t, err)
+	snap, err := d1.MarshalBinary()
+	require.NoError(t, err)
+	a.Quiet = 10
+	d2, err := a.New()
+	require.NoError(t, err)
+	require.ErrorContains(t, d2.UnmarshalBinary(snap), "quiet=200")
+}
+
+func TestDetectorsHandleNonFinite(t *testing.T) {
+	for _, kind := range univariateKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			d := newDetector(t, kind)
+			var last Verdict
+			for i := range 300 {
+				last = d.Observe(int64(i)*60_000, 10+float64(i%3))
+			}
+			for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+				got := d.Observe(301*60_000, v)
+				require.Zero(t, got.Score)
+				require.NotEqual(t, StateAnomalous, got.State)
+				require.Equal(t, last.Expected, got.Expected)
+			}
+		})
+	}
+}
+
+// calmNoise is bounded noise around 100: unlike Gaussian noise it sets no
+// new records after a while, so the new-extreme rule of "auto" must stay
+// silent on it.
+func calmNoise(rng *rand.Rand) float64 { return 100 + 2*(rng.Float64()-0.5)*math.Sqrt(3) }
+
+func TestDetectorsFlagASpike(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, kind := range univariateKinds(t) {
+		if kind == "cusum" {
+			continue // CUSUM looks for lasting shifts; see TestDetectorsFlagALevelShift
+		}
+		t.Run(kind, func(t *testing.T) {
+			d := newDetector(t, kind)
+			ts := int64(0)
+			for range 2000 {
+				ts += 60_000
+				v := d.Observe(ts, calmNoise(rng))
+				require.NotEqual(t, StateAnomalous, v.State)
+			}
+			ts += 60_000
+			v := d.Observe(ts, 160)
+			require.Equal(t, StateAnomalous, v.State)
+			require.Equal(t, DirUp, v.Direction)
+			require.InDelta(t, 100, v.Expected, 2)
+			require.Less(t, v.Upper, 160.0)
+		})
+	}
+}
+
+func TestDetectorsFlagALevelShift(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 10))
+	for _, kind := range []string{"auto", "cusum", "ewma", "mad"} {
+		t.Run(kind, func(t *testing.T) {
+			d := newDetector(t, kind)
+			ts := int64(0)
+			for range 1500 {
+				ts += 60_000
+				require.NotEqual(t, StateAnomalous, d.Observe(ts, calmNoise(rng)).State)
+			}
+			fired := false
+			for range 100 {
+				ts += 60_000
+				v := d.Observe(ts, calmNoise(rng)-6)
+				if v.State == StateAnomalous {
+					fired = true
+					require.Equal(t, DirDown, v.Direction)
+					break
+				}
+			}
+			require.True(t, fired, "a 6-sigma drop lasting 100 samples must be flagged")
+		})
+	}
+}
+
+func TestAutoQuietPeriod(t *testing.T) {
+	cfg := DefaultAutoConfig()
+	d := NewAuto(cfg)
+	rng := rand.New(rand.NewPCG(11, 11))
+	for i := range 1000 {
+		d.Observe(int64(i), calmNoise(rng))
+	}
+	require.Equal(t, StateAnomalous, d.Observe(1000, 200).State)
+	for i := range cfg.Quiet {
+		v := d.Observe(int64(1001+i), 300)
+		require.Zero(t, v.Score, "quiet sample %d", i)
+	}
+	require.Equal(t, StateAnomalous, d.Observe(int64(1001+cfg.Quiet), 400).State, "alerts again after the quiet period")
+}
+
+func TestWarmUp(t *testing.T) {
+	for _, kind := range univariateKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			d := newDetector(t, kind)
+			v := d.Observe(0, 5)
+			require.Equal(t, StateWarmingUp, v.State)
+			require.Zero(t, v.Score)
+		})
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		cfg   Config
+		wants []string
+	}{
+		{"auto defaults", ptr(DefaultAutoConfig()), nil},
+		{"auto bad", &AutoConfig{Threshold: 2, WarmUp: 0, LevelHalfLife: -1, SurpriseCap: 0, ShortHalfLife: math.Inf(1), LongHalfLife: 1, ExtremeTolerance: math.NaN(), Quiet: -1},
+			[]string{"threshold: must be in (0, 1]", "warm_up:", "level_half_life:", "surprise_cap:", "short_half_life:", "extreme_tolerance:", "quiet:"}},
+		{"ewma defaults", ptr(DefaultEWMAConfig()), nil},
+		{"ewma bad", &EWMAConfig{}, []string{"half_life:", "threshold:", "warm_up:", "band:"}},
+		{"mad defaults", ptr(DefaultMADConfig()), nil},
+		{"cusum defaults", ptr(DefaultCUSUMConfig()), nil},
+		{"cusum bad", &CUSUMConfig{HalfLife: 10, Slack: -1, Decision: 0, WarmUp: 1, Threshold: 0.5, Band: 3}, []string{"slack:", "decision:"}},
+		{"seasonal defaults", ptr(DefaultSeasonalConfig()), nil},
+		{"seasonal bad", &SeasonalConfig{Period: 0, Buckets: 0, HalfLife: 1, MinVisits: 1, WarmUp: 1, Threshold: 0.5, Band: 3},
+			[]string{"buckets:", "period:", "min_visits:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			if tt.wants == nil {
+				require.NoError(t, err)
+				return
+			}
+			for _, w := range tt.wants {
+				require.ErrorContains(t, err, w)
+			}
+			_, nerr := tt.cfg.(UnivariateConfig).New()
+			require.Error(t, nerr, "New refuses an invalid config")
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
