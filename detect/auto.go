@@ -229,8 +229,11 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 }
 
 const (
-	autoKind    = "auto"
-	extremeMinZ = 2
+	autoKind = "auto"
+	// extremeMinZ is the least surprise (robust standard deviations from
+	// the level) a new extreme needs: a record set within the noise right
+	// after a calm spell is not news.
+	extremeMinZ = 1.5
 	dayMs       = 24 * 3600 * 1000
 )
 
