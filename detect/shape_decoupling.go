@@ -199,7 +199,7 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 	}
 
 	if !warm {
-		r.State = StateWarmingUp
+		r.State, r.Score = StateWarmingUp, 0
 	} else if d.step(ts, cond, c.Confirm, c.ResolveAfter) {
 		r.State = StateAnomalous
 		r.Explanation = d.explain(ts, sym, res, tr, okT, rS, rT, r.Score, cond)

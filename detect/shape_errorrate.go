@@ -132,8 +132,8 @@ type ErrorRate struct {
 
 var _ Composite = (*ErrorRate)(nil)
 
-// shapeBinomZ is the signed surprise of k successes in n trials against
-// probability p, as a normal deviate: +sqrt(2·n·KL(k/n‖p)) when k/n > p.
+// shapeBinomZ is the upward surprise of k successes in n trials against
+// probability p, as a normal deviate: sqrt(2·n·KL(k/n‖p)) when k/n > p, else 0.
 func shapeBinomZ(k, n, p float64) float64 {
 	if n <= 0 || p <= 0 || p >= 1 {
 		return 0
@@ -198,7 +198,7 @@ func (e *ErrorRate) Observe(ts int64, in Inputs) Result {
 		r.Direction = DirDown
 	}
 	if !warm {
-		r.State = StateWarmingUp
+		r.State, r.Score = StateWarmingUp, 0
 	} else if e.step(ts, cond, c.Confirm, c.ResolveAfter) {
 		r.State = StateAnomalous
 		r.Explanation = e.explain(ts, k, n, share, p0, z, r, cond)

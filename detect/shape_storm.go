@@ -274,7 +274,7 @@ func (s *Storm) Observe(ts int64, in Inputs) Result {
 	}
 	wasFiring := s.firing
 	if !warm {
-		r.State = StateWarmingUp
+		r.State, r.Score = StateWarmingUp, 0
 	} else if s.step(ts, cond, c.Confirm, c.ResolveAfter) {
 		if !wasFiring {
 			s.dips = 0

@@ -271,7 +271,7 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 	}
 	wasFiring := s.firing
 	if !warm {
-		r.State = StateWarmingUp
+		r.State, r.Score = StateWarmingUp, 0
 	} else if s.step(ts, s.surging && sat, c.Confirm, c.ResolveAfter) {
 		r.State = StateAnomalous
 		s.paged = true
