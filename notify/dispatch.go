@@ -340,7 +340,7 @@ func (d *Dispatcher) runGroup(ctx context.Context, ag *aggrGroup) {
 	}()
 	for {
 		var holdC <-chan time.Time
-		if dl := d.resolveDeadline(ag.key); !dl.IsZero() {
+		if dl := d.resolveDeadline(d.config(), ag.key); !dl.IsZero() {
 			if hold == nil {
 				hold = time.NewTimer(dl.Sub(d.now()))
 			} else {
@@ -373,7 +373,7 @@ func (d *Dispatcher) runGroup(ctx context.Context, ag *aggrGroup) {
 func (d *Dispatcher) retireGroup(ag *aggrGroup) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !ag.empty() || !d.resolveDeadline(ag.key).IsZero() {
+	if !ag.empty() || !d.resolveDeadline(d.cfg, ag.key).IsZero() {
 		return false
 	}
 	if d.groups[ag.key] == ag {

@@ -78,8 +78,9 @@ func (d *Dispatcher) tickIncident(ag *aggrGroup) {
 	d.enqueue(cfg, entries, nil)
 }
 
-func (d *Dispatcher) resolveDeadline(key string) time.Time {
-	cfg := d.config()
+// resolveDeadline is when the group's recovered incident resolves, or zero.
+// It does not take d.mu.
+func (d *Dispatcher) resolveDeadline(cfg *Config, key string) time.Time {
 	if cfg == nil || cfg.Drafts == nil {
 		return time.Time{}
 	}
