@@ -164,6 +164,12 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 	if err := checkDataDir(cfg.DataDir); err != nil {
 		return err
 	}
+	// Collection side: store, collectors, datasources and /api/v1/query.
+	// Its result (store, local and named sources, record) is what the
+	// rules engine reads.
+	if _, err := wireCollect(a, cfg); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -34,8 +34,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/seismo-agent/seismo/collectors"
+	"github.com/seismo-agent/seismo/datasource"
 	"github.com/seismo-agent/seismo/internal/configutil"
 	"github.com/seismo-agent/seismo/rules"
+	"github.com/seismo-agent/seismo/store"
 )
 
 // Config is the whole agent configuration. The zero value is not useful:
@@ -57,6 +60,11 @@ type Config struct {
 	// comment), e.g.:
 	//   Collectors collectors.Config `koanf:"collectors"`
 	Rules rules.Config `koanf:"rules"`
+	// Collectors, Storage and Datasources: what is sampled, how long it is
+	// kept in the embedded store, and the named remote PromQL sources.
+	Collectors  collectors.Config `koanf:"collectors"`
+	Storage     store.Config      `koanf:"storage"`
+	Datasources datasource.Config `koanf:"datasources"`
 
 	// File is the path of the config file this was loaded from, empty for
 	// the embedded default. Set by Load, never decoded.
@@ -93,8 +101,11 @@ func Default() Config {
 			ListenAddress:         "127.0.0.1:9797",
 			MaxConcurrentRequests: 64,
 		},
-		Log: LogConfig{Level: "info", Format: "text"},
-		Rules: rules.DefaultConfig(),
+		Log:         LogConfig{Level: "info", Format: "text"},
+		Rules:       rules.DefaultConfig(),
+		Collectors:  collectors.DefaultConfig(),
+		Storage:     store.DefaultConfig(),
+		Datasources: datasource.DefaultConfig(),
 	}
 }
 
