@@ -69,8 +69,8 @@ func (w *keyWalker) walk(n *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 		fields := structKeys(t)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
+		for _, kv := range pairs(n) {
+			k, v := kv[0], kv[1]
 			p := joinKey(path, k.Value)
 			ft, ok := fields[k.Value]
 			if !ok {
@@ -85,8 +85,8 @@ func (w *keyWalker) walk(n *yaml.Node, t reflect.Type, path string) {
 			w.errs.add(w.at(n), path, "want a mapping, got "+kindName(n))
 			return
 		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
+		for _, kv := range pairs(n) {
+			k, v := kv[0], kv[1]
 			p := joinKey(path, k.Value)
 			w.origins[p] = w.at(v)
 			w.walk(v, t.Elem(), p)
@@ -101,6 +101,33 @@ func (w *keyWalker) walk(n *yaml.Node, t reflect.Type, path string) {
 			w.walk(e, t.Elem(), p)
 		}
 	}
+}
+
+// pairs returns the key/value pairs of a mapping node with YAML merge keys
+// ("<<: *defaults") expanded, the way the decoder sees them: merged pairs
+// first, so explicit keys after them win in origins.
+func pairs(n *yaml.Node) [][2]*yaml.Node {
+	var merged, own [][2]*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Tag != "!!merge" {
+			own = append(own, [2]*yaml.Node{k, v})
+			continue
+		}
+		sources := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			sources = v.Content
+		}
+		for _, src := range sources {
+			if src.Kind == yaml.AliasNode && src.Alias != nil {
+				src = src.Alias
+			}
+			if src.Kind == yaml.MappingNode {
+				merged = append(merged, pairs(src)...)
+			}
+		}
+	}
+	return append(merged, own...)
 }
 
 // structKeys maps the koanf keys of t's fields to their types, descending

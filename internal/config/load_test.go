@@ -203,6 +203,31 @@ log:
 	}
 }
 
+func TestLoadYAMLAnchorsAndMergeKeys(t *testing.T) {
+	file := writeFile(t, t.TempDir(), "seismo.yml", `
+x-common: &common
+  level: debug
+log:
+  <<: *common
+  format: json
+`)
+	_, err := Load(LoadOptions{File: file})
+	require.ErrorContains(t, err, "x-common: unknown key", "top-level anchors still need a real key")
+
+	file = writeFile(t, t.TempDir(), "seismo.yml", `
+log: &log
+  <<: {level: debug, format: text}
+  format: json
+`)
+	cfg, err := Load(LoadOptions{File: file})
+	require.NoError(t, err)
+	require.Equal(t, LogConfig{Level: "debug", Format: "json"}, cfg.Log)
+
+	file = writeFile(t, t.TempDir(), "seismo.yml", "log:\n  <<: {levl: debug}\n")
+	_, err = Load(LoadOptions{File: file})
+	require.ErrorContains(t, err, `:2:8: log.levl: unknown key (did you mean "level"?)`, "merged keys are checked where they are written")
+}
+
 func TestLoadMissingFile(t *testing.T) {
 	_, err := Load(LoadOptions{File: filepath.Join(t.TempDir(), "nope.yml")})
 	require.ErrorContains(t, err, "nope.yml")
