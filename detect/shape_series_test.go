@@ -19,7 +19,20 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-var shapeUpdate = flag.Bool("update", false, "rewrite the golden files under testdata/shapes")
+// The -update flag rewrites the golden files. Other golden tests in this
+// package may define the same flag; define it only if nobody has yet, and
+// read it through the flag set so either definition works.
+var _ = func() bool {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+	return true
+}()
+
+func shapeUpdate() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
 
 // shapeSeriesFile is one parsed file of detect/testdata/shapes (the notation
 // is described in testdata/shapes/README.md).
@@ -365,7 +378,7 @@ func TestShapeSeries(t *testing.T) {
 
 			got := shapeGolden(f, rs)
 			golden := filepath.Join("testdata", "shapes", f.name+".golden")
-			if *shapeUpdate {
+			if shapeUpdate() {
 				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
 			}
 			want, err := os.ReadFile(golden)
