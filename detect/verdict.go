@@ -46,8 +46,15 @@ func checkHalfLife(errs *configutil.Errors, field string, v float64) {
 
 // zScore maps a deviation of z standard deviations (either side) to a score
 // in [0, 1]: the log-scaled two-sided normal tail probability, so 0.5 is
-// about 4.4 sigma and 1 about 6.5 sigma.
-func zScore(z float64) float64 { return LogTailScore(2 * NormalTail(math.Abs(z))) }
+// about 4.4 sigma and 1 about 6.5 sigma. Within one sigma (scores below
+// 0.05) it returns 0 without computing the tail, which is most samples.
+func zScore(z float64) float64 {
+	z = math.Abs(z)
+	if z <= 1 {
+		return 0
+	}
+	return LogTailScore(2 * NormalTail(z))
+}
 
 // bandVerdict builds the verdict for x judged against expected ± k*scale.
 func bandVerdict(x, expected, scale, k, score float64) Verdict {
