@@ -86,13 +86,15 @@ func LoadOpenMetrics(st *store.Store, b []byte) (LoadStats, error) {
 }
 
 // LoadCSV appends a CSV recording to st: a header `time,<series>,...` where
-// each series is written as in PromQL (`http_requests_total{code="200"}`),
+// each series is written as in PromQL (`http_requests_total{code="200"}`;
+// quote the column, doubling inner quotes, when it has several labels),
 // then one row per instant; time is RFC 3339 or Unix seconds; an empty cell
 // is a missing sample.
 func LoadCSV(st *store.Store, r io.Reader) (LoadStats, error) {
 	var stats LoadStats
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
+	cr.LazyQuotes = true // series headers hold quotes: up{job="x"}
 	header, err := cr.Read()
 	if err != nil {
 		return stats, fmt.Errorf("csv header: %w", err)

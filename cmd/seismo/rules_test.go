@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRulesCommands(t *testing.T) {
+	td := "../../rules/testdata"
+	svg := filepath.Join(t.TempDir(), "plot.svg")
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   []string
+		notInOut []string
+	}{
+		{"check good", []string{"check", "rules", td + "/real/shop.good.yml"}, 0,
+			[]string{"Checking", "SUCCESS: 5 rules found"}, nil},
+		{"check bad reports every problem", []string{"check", "rules", td + "/real/shop.good.yml", td + "/many.bad.yml"}, 1,
+			[]string{"SUCCESS: 5 rules found", "FAILED", `many.bad.yml:21:9: group "g", rule 1 "A": unknown key "fro" in rule`,
+				`many.bad.yml:51:5: group "g": duplicate group name "g" in file`}, nil},
+		{"check missing file", []string{"check", "rules", td + "/nope.yml"}, 1, []string{"no such file"}, nil},
+		{"test rules passes", []string{"test", "rules", td + "/unit/real.test.yml"}, 0, []string{"SUCCESS"}, nil},
+		{"test rules fails", []string{"test", "rules", td + "/unit/real.test.yml", td + "/unit/plain_fail.test.yml"}, 1,
+			[]string{"SUCCESS", "FAILED", "alertname: InstanceDown, time: 5m"}, nil},
+		{"replay text", []string{"replay", td + "/replay/slow.yml", "--csv", td + "/replay/latency.csv"}, 0,
+			[]string{"2026-01-01T00:05:30Z  FIRING     SlowRoute", "2026-01-01T00:07:30Z  RESOLVED   SlowRoute", "value=0.1"},
+			[]string{"WARMING_UP"}},
+		{"replay plot", []string{"replay", td + "/replay/slow.yml", "--openmetrics", td + "/replay/latency.om", "--plot", svg}, 0,
+			[]string{"FIRING"}, nil},
+		{"replay needs one input", []string{"replay", td + "/replay/slow.yml"}, 2, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := cli(t, tt.args...)
+			require.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", out, errOut)
+			for _, s := range tt.stdout {
+				require.Contains(t, out, s)
+			}
+			for _, s := range tt.notInOut {
+				require.NotContains(t, out, s)
+			}
+		})
+	}
+	b, err := os.ReadFile(svg)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "SlowRoute")
+}
+
+func TestReplayJSON(t *testing.T) {
+	code, out, errOut := cli(t, "replay", "../../rules/testdata/replay/slow.yml", "--csv", "../../rules/testdata/replay/latency.csv", "--output", "json")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "samples/s")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 3)
+	var states []string
+	for _, l := range lines {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &v))
+		require.Equal(t, "SlowRoute", v["alert"])
+		require.Equal(t, "/", v["labels"].(map[string]any)["route"])
+		states = append(states, v["state"].(string))
+	}
+	require.Equal(t, []string{"pending", "firing", "resolved"}, states)
+}
