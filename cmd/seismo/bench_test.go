@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// writeNABCorpus lays out a one-file corpus with one labelled spike.
+func writeNABCorpus(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("timestamp,value\n")
+	for i := range 600 {
+		v := 10 + i%3
+		if i == 500 {
+			v = 90
+		}
+		fmt.Fprintf(&b, "2015-01-01 %02d:%02d:00,%d\n", i/60, i%60, v)
+	}
+	files := map[string]string{
+		"data/cat/series.csv":          b.String(),
+		"labels/combined_windows.json": `{"cat/series.csv": [["2015-01-01 08:10:00.000000", "2015-01-01 08:30:00.000000"]]}`,
+	}
+	for p, content := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(content), 0o644))
+	}
+	return dir
+}
+
+func TestBenchNAB(t *testing.T) {
+	data := writeNABCorpus(t)
+	out := t.TempDir()
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   []string
+		stderr   string
+		wantFile string
+	}{
+		{
+			name:     "default detector with results",
+			args:     []string{"bench", "nab", "--data", data, "--out", out},
+			stdout:   []string{`detector "auto"`, "standard", "reward_low_FP_rate", "reward_low_FN_rate", "(fixed alert threshold)", "published scoreboard", "detector time"},
+			wantFile: filepath.Join(out, "auto", "cat", "auto_series.csv"),
+		},
+		{
+			name:   "named detector and threshold",
+			args:   []string{"bench", "nab", "--data", data, "--detector", "mad", "--threshold", "0.9"},
+			stdout: []string{`detector "mad"`, "0.9 "},
+		},
+		{
+			name:   "unknown detector",
+			args:   []string{"bench", "nab", "--data", data, "--detector", "nope"},
+			code:   1,
+			stderr: `unknown detector "nope"`,
+		},
+		{
+			name:   "not a corpus",
+			args:   []string{"bench", "nab", "--data", t.TempDir()},
+			code:   1,
+			stderr: "no NAB corpus",
+		},
+		{
+			name: "missing --data",
+			args: []string{"bench", "nab"},
+			code: exitUsage,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := runCLI(context.Background(), tt.args, &stdout, &stderr, nil)
+			require.Equal(t, tt.code, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+			for _, s := range tt.stdout {
+				require.Contains(t, stdout.String(), s)
+			}
+			if tt.stderr != "" {
+				require.Contains(t, stderr.String(), tt.stderr)
+			}
+			if tt.wantFile != "" {
+				b, err := os.ReadFile(tt.wantFile)
+				require.NoError(t, err)
+				require.Equal(t, 601, strings.Count(string(b), "\n"))
+			}
+		})
+	}
+}
