@@ -2,6 +2,8 @@ package draft
 
 import (
 	"time"
+	// Drafts name a configured zone; containers often lack tzdata.
+	_ "time/tzdata"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
 )

@@ -110,7 +110,7 @@ func trim(v float64) string {
 	case a >= 100:
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case a >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
+		return strings.TrimSuffix(strconv.FormatFloat(v, 'f', 1, 64), ".0")
 	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }

@@ -1,0 +1,166 @@
+package draft_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seismo-agent/seismo/internal/model"
+	"github.com/seismo-agent/seismo/notify/draft"
+	"github.com/seismo-agent/seismo/notify/templates"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(p)
+	require.NoError(t, err, "run go test -update to create it")
+	require.Equal(t, string(want), got)
+}
+
+// shapes are the three outages seismo exists for, as the detectors explain them.
+var shapes = map[string]*model.Alert{
+	"saturation_without_cpu": {
+		Labels: labels.FromStrings("alertname", "LatencyUpCPUFlat", "severity", "page", "service", "storefront"),
+		Draft:  &model.Draft{Component: "Storefront"},
+		Value:  2.4, PeakValue: 3.1,
+		Explanation: &model.Explanation{Detector: "decoupling", Kind: "saturation_without_cpu", Score: 0.97, Direction: "up",
+			Signals: []model.Signal{
+				{Name: "symptom", Unit: "s", Current: 2.4, Expected: 0.21, Lower: 0.15, Upper: 0.32},
+				{Name: "resource", Unit: "cores", Current: 1.1, Expected: 1.2, Lower: 0.8, Upper: 1.9},
+			},
+			Cause:   "requests are queueing for worker threads while CPU stays flat",
+			Summary: "p99 latency 2.4 s against 0.21 s expected while CPU stays at 1.1 cores"},
+	},
+	"rate_limit_storm": {
+		Labels: labels.FromStrings("alertname", "RateLimitStorm", "severity", "page", "service", "identity"),
+		Draft:  &model.Draft{Component: "Login"},
+		Value:  0.62, PeakValue: 0.71,
+		Explanation: &model.Explanation{Detector: "storm", Kind: "rate_limit_storm", Score: 0.99, Direction: "up",
+			Signals: []model.Signal{{Name: "value", Unit: "ratio", Current: 0.62, Expected: 0.004, Lower: 0, Upper: 0.02}},
+			Breadth: &model.Breadth{Label: "client", Active: 480, Affected: 451, AffectedShare: 0.94, Concentration: 0.003, Top: []string{"10.0.0.7", "10.0.3.1"}},
+			Cause:   "a rate limiter is rejecting most clients",
+			Summary: "62% of requests answered 429 across 451 of 480 clients"},
+	},
+	"surge_saturation": {
+		Labels: labels.FromStrings("alertname", "SurgeSaturation", "severity", "critical", "service", "exchange-web"),
+		Value:  0.48, PeakValue: 0.5,
+		Explanation: &model.Explanation{Detector: "surge", Kind: "surge_saturation", Score: 0.98, Direction: "up",
+			Signals: []model.Signal{
+				{Name: "errors", Unit: "ratio", Current: 0.48, Expected: 0.01, Lower: 0, Upper: 0.03},
+				{Name: "requests", Unit: "req/s", Current: 5200, Expected: 1040, Lower: 800, Upper: 1400},
+			},
+			Cause:   "traffic rose 5x in four minutes and the web processes saturated",
+			Summary: "requests 5.0x usual; 48% of requests failing; health checks failing"},
+	},
+}
+
+func TestDraftGolden(t *testing.T) {
+	tmpl, err := templates.Load(nil)
+	require.NoError(t, err)
+	loc := time.FixedZone("", -3*3600)
+	r := draft.NewRenderer(tmpl, loc)
+	for shape, proto := range shapes {
+		t.Run(shape, func(t *testing.T) {
+			t0 := time.Date(2026, 3, 14, 15, 23, 0, 0, time.UTC)
+			inc := draft.NewIncident(`0:{alertname="x"}`, map[string]string{"alertname": proto.Name()})
+			a := *proto
+			a.State, a.StartsAt = model.StateFiring, t0
+			// Investigating: the alert fires before its cause is known.
+			noCause := a
+			ex := *a.Explanation
+			ex.Cause = ""
+			noCause.Explanation = &ex
+			steps := []struct {
+				at     time.Duration
+				alerts []*model.Alert
+				tick   bool
+			}{
+				{at: 1 * time.Minute, alerts: []*model.Alert{&noCause}},
+				{at: 6 * time.Minute, alerts: []*model.Alert{&a}},
+				{at: 20 * time.Minute, alerts: []*model.Alert{resolvedAt(&a, t0.Add(19*time.Minute), a.Value/20)}},
+				{at: 31 * time.Minute, tick: true},
+			}
+			var phases []string
+			for _, s := range steps {
+				now := t0.Add(s.at)
+				if s.tick {
+					require.True(t, inc.Tick(now, 10*time.Minute))
+				} else {
+					entered := inc.Observe(s.alerts, now)
+					require.Len(t, entered, 1)
+				}
+				d, err := r.Render(inc, now)
+				require.NoError(t, err)
+				phases = append(phases, d.Phase.String())
+				var b strings.Builder
+				fmt.Fprintf(&b, "title: %s\nimpact: %s\ncomponent: %s\n\n--- text\n%s\n\n--- markdown\n%s", d.Title, d.Impact, d.Component, d.Text, d.Markdown)
+				if d.Timeline != "" {
+					fmt.Fprintf(&b, "\n--- timeline\n%s", d.Timeline)
+				}
+				golden(t, filepath.Join(shape, fmt.Sprintf("%d-%s.golden", len(phases), d.Phase)), b.String())
+			}
+			require.Equal(t, []string{"investigating", "identified", "monitoring", "resolved"}, phases)
+		})
+	}
+}
+
+func resolvedAt(a *model.Alert, at time.Time, v float64) *model.Alert {
+	c := *a
+	c.State, c.EndsAt, c.Value = model.StateResolved, at, v
+	return &c
+}
+
+func TestImpact(t *testing.T) {
+	tests := []struct {
+		name  string
+		alert model.Alert
+		want  string
+	}{
+		{"draft block wins", model.Alert{Draft: &model.Draft{Impact: draft.ImpactDegraded},
+			Labels: labels.FromStrings("severity", "critical")}, draft.ImpactDegraded},
+		{"error share above half", model.Alert{Explanation: &model.Explanation{Kind: "error_rate"}, Value: 0.6}, draft.ImpactMajor},
+		{"some errors", model.Alert{Explanation: &model.Explanation{Signals: []model.Signal{{Name: "errors", Unit: "ratio", Current: 0.1}}}}, draft.ImpactPartial},
+		{"page without numbers", model.Alert{Labels: labels.FromStrings("severity", "page")}, draft.ImpactPartial},
+		{"warning", model.Alert{Labels: labels.FromStrings("severity", "warning")}, draft.ImpactDegraded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := tt.alert
+			a.State = model.StateFiring
+			inc := draft.NewIncident("k", nil)
+			inc.Observe([]*model.Alert{&a}, time.Unix(0, 0))
+			require.Equal(t, tt.want, inc.Impact)
+		})
+	}
+}
+
+func TestZoneName(t *testing.T) {
+	tests := []struct {
+		loc  *time.Location
+		want string
+	}{
+		{time.UTC, "UTC"},
+		{time.FixedZone("", -3*3600), "UTC-3"},
+		{time.FixedZone("", 5*3600+1800), "UTC+5:30"},
+		{time.FixedZone("CET", 3600), "CET"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			require.Equal(t, tt.want, draft.ZoneName(time.Unix(0, 0).In(tt.loc)))
+		})
+	}
+}
