@@ -187,9 +187,12 @@ func (e *ErrorRate) Observe(ts int64, in Inputs) Result {
 	z := shapeBinomZ(k, n, p0) / math.Sqrt(c.Dispersion)
 	cond := warm && z >= c.Sigmas && k >= c.MinErrors && share >= c.MinShare && share >= c.MinRatio*p0
 
+	// The verdict's band is in the unit of the first signal, errors: what
+	// the learned share expects at the current volume, and the error level
+	// at which the share floors start to allow a page.
 	r := Result{Verdict: Verdict{
-		Score: shapeScore(z), Expected: p0, Lower: 0,
-		Upper: math.Max(c.MinShare, c.MinRatio*p0), State: StateNormal,
+		Score: shapeScore(z), Expected: p0 * rv, Lower: 0,
+		Upper: math.Max(c.MinShare, c.MinRatio*p0) * rv, State: StateNormal,
 	}}
 	switch {
 	case share > p0:
@@ -236,7 +239,7 @@ func (e *ErrorRate) explain(ts int64, k, n, share, p0, z float64, r Result, cond
 	return &model.Explanation{
 		Detector: "error_rate", Kind: "error_rate", Score: r.Score, Direction: "up",
 		Signals: []model.Signal{
-			{Name: "errors", Unit: "ratio", Current: share, Expected: p0, Lower: 0, Upper: r.Upper},
+			{Name: "errors", Unit: "ratio", Current: share, Expected: p0, Lower: 0, Upper: math.Max(c.MinShare, c.MinRatio*p0)},
 			{Name: "requests", Unit: "", Current: n, Expected: n, Lower: 0, Upper: n},
 		},
 		Cause: "the service is failing a rising share of requests",

@@ -261,9 +261,13 @@ func (s *Storm) Observe(ts int64, in Inputs) Result {
 		s.jump, s.jumpAt, s.jumpTop = st, ts, s.shapeTop
 	}
 
+	// The verdict's band is in the unit of the first signal, requests (the
+	// rules engine charts that signal against it); the score and direction
+	// are the limited share's, whose figures are in the explanation.
+	rsd := s.reqs.sd(shapeFloorRel, shapeFloorAbs)
 	r := Result{Verdict: Verdict{
-		Score: shapeScore(z), Expected: s.share.mean,
-		Lower: math.Max(0, s.share.mean-c.Sigmas*sd), Upper: s.share.mean + c.Sigmas*sd,
+		Score: shapeScore(z), Expected: s.reqs.mean,
+		Lower: math.Max(0, s.reqs.mean-c.Sigmas*rsd), Upper: s.reqs.mean + c.Sigmas*rsd,
 		State: StateNormal,
 	}}
 	switch {
