@@ -3,6 +3,7 @@ package collectors
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,8 +12,9 @@ import (
 )
 
 // newHTTPClient builds the client of one job: its TLS settings and an
-// authentication header on every request. The client follows no redirect
-// to another host with credentials (net/http drops Authorization then).
+// authentication header on every request. Because the header is added below
+// net/http's redirect handling, a redirect to another host is not followed
+// when credentials are configured: they would go along.
 func newHTTPClient(cfg HTTPClientConfig) (*http.Client, error) {
 	tlsCfg := &tls.Config{
 		ServerName:         cfg.TLSConfig.ServerName,
@@ -56,7 +58,19 @@ func newHTTPClient(cfg HTTPClientConfig) (*http.Client, error) {
 		}
 		rt = &authRoundTripper{next: rt, header: typ + " " + string(cfg.Authorization.Credentials)}
 	}
-	return &http.Client{Transport: rt}, nil
+	c := &http.Client{Transport: rt}
+	if cfg.BasicAuth != nil || cfg.Authorization != nil {
+		c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			if req.URL.Host != via[0].URL.Host {
+				return http.ErrUseLastResponse
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		}
+	}
+	return c, nil
 }
 
 type authRoundTripper struct {

@@ -291,6 +291,7 @@ func TestScrapeAuthAndTLS(t *testing.T) {
 		{"authorization credentials", false, bearer, HTTPClientConfig{Authorization: &Authorization{Credentials: "s3cret"}}, 1},
 		{"tls with ca_file", true, bearer, HTTPClientConfig{BearerTokenFile: tokenFile, TLSConfig: TLSConfig{CAFile: "CA"}}, 1},
 		{"tls unknown ca", true, bearer, HTTPClientConfig{BearerTokenFile: tokenFile}, 0},
+		{"no credentials to another host on redirect", false, nil, HTTPClientConfig{BearerTokenFile: tokenFile}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -305,6 +306,15 @@ func TestScrapeAuthAndTLS(t *testing.T) {
 				if tc.client.TLSConfig.CAFile == "CA" {
 					tc.client.TLSConfig.CAFile = ca
 				}
+			} else if tc.want == nil {
+				other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Header.Get("Authorization") != "" {
+						t.Error("credentials leaked to another host")
+					}
+					w.Write([]byte(ok))
+				}))
+				defer other.Close()
+				srv = httptest.NewServer(http.RedirectHandler(strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+"/metrics", http.StatusFound))
 			} else {
 				srv = httptest.NewServer(check(tc.want))
 			}
