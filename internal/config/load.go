@@ -32,9 +32,9 @@ var DefaultYAML []byte
 // Mapping: strip the prefix, lower-case the rest, and read a double
 // underscore as a level of nesting; single underscores stay, because keys are
 // snake_case. So SEISMO_HTTP__LISTEN_ADDRESS sets http.listen_address and
-// SEISMO_DATA_DIR sets data_dir. Values are read as YAML scalars ("10" is a
-// number, "true" a boolean, "15s" a duration). Any SEISMO_* variable that
-// names no key is an error.
+// SEISMO_DATA_DIR sets data_dir. Values are read as YAML ("10" is a number,
+// "true" a boolean, "15s" a duration, "[a, b]" a list). Any SEISMO_*
+// variable that names no key is an error.
 const EnvPrefix = "SEISMO_"
 
 // EnvName returns the environment variable that sets the key path, e.g.
