@@ -155,6 +155,22 @@ func TestRemoteAuthErrorsAndTimeout(t *testing.T) {
 		})
 	}
 
+	t.Run("no credentials to another host on redirect", func(t *testing.T) {
+		other := apiServer(t, func(r *http.Request) bool {
+			if r.Header.Get("Authorization") != "" {
+				t.Error("credentials leaked to another host")
+			}
+			return true
+		})
+		srv := httptest.NewServer(http.RedirectHandler(strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+"/api/v1/query?query=g", http.StatusFound))
+		defer srv.Close()
+		r, err := NewRemote(RemoteConfig{Name: "r", URL: srv.URL, Authorization: &Authorization{Credentials: "tok3n"}})
+		require.NoError(t, err)
+		defer r.Close()
+		_, err = r.Instant(context.Background(), "g", time.Unix(300, 0))
+		require.Error(t, err)
+	})
+
 	t.Run("timeout", func(t *testing.T) {
 		release := make(chan struct{})
 		srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {

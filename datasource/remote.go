@@ -64,6 +64,19 @@ func NewRemote(cfg RemoteConfig) (*Remote, error) {
 		rt.auth = typ + " " + string(cfg.Authorization.Credentials)
 	}
 	client := &http.Client{Transport: rt}
+	if rt.basic || rt.auth != "" || len(rt.headers) > 0 {
+		// Credentials are added below redirect handling: never carry them
+		// to another host.
+		client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+			if req.URL.Host != via[0].URL.Host {
+				return http.ErrUseLastResponse
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		}
+	}
 	c, err := api.NewClient(api.Config{Address: cfg.URL, Client: client})
 	if err != nil {
 		return nil, fmt.Errorf("remote %q: %w", cfg.Name, err)
