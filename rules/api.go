@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/seismo-agent/seismo/detect"
@@ -203,9 +204,13 @@ func (rs *ruleState) api() apiRule {
 		}
 		if len(r.Detector.Signals) > 0 {
 			d.Signals = map[string]string{}
+			var q []string
 			for _, s := range r.Detector.Signals {
 				d.Signals[s.Name] = s.Expr
+				q = append(q, s.Name+": "+s.Expr)
 			}
+			// Prometheus clients show "query"; name each signal in it.
+			ar.Query = strings.Join(q, "; ")
 		}
 		ar.Detector = d
 	}

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"log/slog"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/prometheus/promql"
 
-	"github.com/seismo-agent/seismo/datasource"
 	"github.com/seismo-agent/seismo/internal/config"
+	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/rules"
 )
 
@@ -69,16 +68,16 @@ func registerTestRules(app *kingpin.Application, cli *cliEnv) {
 	}))
 }
 
-// wireRules builds the rules manager from cfg over src and registers it
-// with the agent: its evaluation loops as a service, its part of reload,
-// /api/v1/rules and /api/v1/alerts. notify receives alerts due for sending;
-// record, if not nil, receives recording rule results.
-func wireRules(a *agent, cfg *config.Config, src datasource.Source, notify rules.NotifyFunc,
-	record func(ctx context.Context, ts time.Time, v promql.Vector) error) (*rules.Manager, error) {
+// wireRules builds the rules manager from cfg over the collection side's
+// sources and registers it with the agent: its evaluation loops as a
+// service, its part of reload, /api/v1/rules and /api/v1/alerts. notify
+// receives alerts due for sending; recording rule results go to the store.
+func wireRules(a *agent, cfg *config.Config, c *collected, notify rules.NotifyFunc) (*rules.Manager, error) {
 	m, err := rules.NewManager(rules.Options{
-		Source:      src,
+		Source:      c.local,
+		Sources:     c.sources,
 		Notify:      notify,
-		Record:      record,
+		Record:      c.record,
 		DataDir:     cfg.DataDir,
 		ExternalURL: cfg.HTTP.ExternalURLOrDefault(),
 		Logger:      a.logger,
@@ -98,4 +97,16 @@ func wireRules(a *agent, cfg *config.Config, src datasource.Source, notify rules
 	a.web.Handle("GET /api/v1/rules", m.RulesHandler())
 	a.web.Handle("GET /api/v1/alerts", m.AlertsHandler())
 	return m, nil
+}
+
+// logAlerts is the notify func until a notifier is configured: it logs
+// each alert sent, so nothing is dropped silently.
+func logAlerts(logger *slog.Logger) rules.NotifyFunc {
+	logger = logger.With("component", "rules")
+	return func(_ context.Context, alerts ...*model.Alert) {
+		for _, al := range alerts {
+			logger.Info("alert", "alertname", al.Name(), "state", al.State.String(), "labels", al.Labels.String(),
+				"value", al.Value, "flapping", al.Flapping)
+		}
+	}
 }

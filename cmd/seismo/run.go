@@ -167,7 +167,11 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 	// Collection side: store, collectors, datasources and /api/v1/query.
 	// Its result (store, local and named sources, record) is what the
 	// rules engine reads.
-	if _, err := wireCollect(a, cfg); err != nil {
+	c, err := wireCollect(a, cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := wireRules(a, cfg, c, logAlerts(a.logger)); err != nil {
 		return err
 	}
 	return nil
