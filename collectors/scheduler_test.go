@@ -3,6 +3,10 @@ package collectors
 import (
 	"context"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -147,4 +151,68 @@ func TestSchedulerCollectorTimeout(t *testing.T) {
 		cancel()
 		l.stop()
 	})
+}
+
+// TestSchedulerFileSDTargets runs a scrape job on real time whose targets
+// come from a file_sd file: replacing the file moves the job to the new
+// target and marks the old target's series stale.
+func TestSchedulerFileSDTargets(t *testing.T) {
+	hits := make(chan string, 100)
+	serve := func(name string) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			select {
+			case hits <- name:
+			default:
+			}
+			w.Write([]byte("m 1\n"))
+		}))
+	}
+	a, b := serve("a"), serve("b")
+	defer a.Close()
+	defer b.Close()
+	dir := t.TempDir()
+	writeTargets := func(target string) {
+		tmp := filepath.Join(dir, "t.tmp")
+		require.NoError(t, os.WriteFile(tmp, []byte(`[{"targets": ["`+target+`"], "labels": {"team": "x"}}]`), 0o600))
+		require.NoError(t, os.Rename(tmp, filepath.Join(dir, "targets.json")))
+	}
+	writeTargets(hostPort(t, a.URL))
+
+	cfg := DefaultConfig()
+	cfg.Host.Enabled, cfg.Cgroup.Enabled = false, false
+	cfg.ScrapeInterval, cfg.ScrapeTimeout = time.Second, time.Second
+	cfg.ScrapeConfigs = []ScrapeConfig{{JobName: "app", FileSDConfigs: []FileSDConfig{{Files: []string{filepath.Join(dir, "*.json")}, RefreshInterval: time.Hour}}}}
+	require.NoError(t, cfg.Resolve(""))
+	st := newTestStore(t)
+	s, err := New(Options{Config: cfg, Store: st})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	wait := func(name string) {
+		t.Helper()
+		for {
+			select {
+			case got := <-hits:
+				if got == name {
+					return
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("target %s was never scraped", name)
+			}
+		}
+	}
+	wait("a")
+	writeTargets(hostPort(t, b.URL))
+	wait("b")
+	// The old target's loop had finished (stale markers included) before
+	// the new one started.
+	ps := series(t, st, name("m"), labels.MustNewMatcher(labels.MatchEqual, "instance", hostPort(t, a.URL)))
+	require.Len(t, ps, 1)
+	for k, v := range ps {
+		require.Contains(t, k, `team="x"`)
+		require.True(t, value.IsStaleNaN(v[len(v)-1].v))
+	}
+	cancel()
+	require.NoError(t, <-done)
 }
