@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/alecthomas/kingpin/v2"
 	"github.com/stretchr/testify/require"
 )
 
@@ -68,4 +72,30 @@ func TestCLI(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHelpOnEveryCommand runs "<command> --help" for every command and
+// subcommand registered, including those added later.
+func TestHelpOnEveryCommand(t *testing.T) {
+	app := newApp(&cliEnv{ctx: context.Background(), stdout: io.Discard, stderr: io.Discard, logger: slog.New(slog.DiscardHandler)})
+	var walk func(cmds []*kingpin.CmdModel)
+	seen := 0
+	walk = func(cmds []*kingpin.CmdModel) {
+		for _, c := range cmds {
+			if c.Hidden {
+				continue
+			}
+			seen++
+			t.Run(c.FullCommand, func(t *testing.T) {
+				args := append(strings.Fields(c.FullCommand), "--help")
+				code, stdout, stderr := cli(t, args...)
+				require.Equal(t, 0, code, "stderr: %s", stderr)
+				require.Contains(t, stdout, "usage: seismo "+c.FullCommand)
+				require.NotEmpty(t, strings.TrimSpace(c.Help), "every command needs a help text")
+			})
+			walk(c.Commands)
+		}
+	}
+	walk(app.Model().Commands)
+	require.GreaterOrEqual(t, seen, 5, "run, check, check config, version and help at least")
 }
