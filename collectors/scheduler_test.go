@@ -2,7 +2,6 @@ package collectors
 
 import (
 	"context"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -107,7 +106,6 @@ func TestSchedulerIntervalsOffsetsAndReload(t *testing.T) {
 			}
 			require.True(t, value.IsStaleNaN(ps[len(ps)-1].v), "%s is stale after shutdown", k)
 		}
-		_ = math.NaN
 	})
 }
 
