@@ -130,25 +130,18 @@ type Decoupling struct {
 
 var _ Composite = (*Decoupling)(nil)
 
-// The symptom baseline lives in log space: latency and queue noise is
-// multiplicative and right-skewed, and a linear z-score on a log-normal
-// series pages on its ordinary tail. shapeLogFloor is the smallest log-space
-// standard deviation (2 %, multiplicative).
-const shapeLogFloor = 0.02
-
-// symOff keeps the log finite for a symptom that can be zero.
+// The symptom baseline lives in log space (see shapeLogBaseline); symOff
+// keeps the log finite for a symptom that can be zero.
 func (d *Decoupling) symOff() float64 { return math.Max(d.cfg.MinSymptom, 1e-9) }
 
-func (d *Decoupling) symLog(v float64) float64 { return math.Log(math.Max(v, 0) + d.symOff()) }
+func (d *Decoupling) symLog(v float64) float64 { return shapeLog(v, d.symOff()) }
 
 // symExpected is the symptom's baseline in its own unit (a geometric mean).
-func (d *Decoupling) symExpected() float64 { return math.Exp(d.sym.mean) - d.symOff() }
+func (d *Decoupling) symExpected() float64 { return shapeLogExpected(&d.sym, d.symOff()) }
 
 // symAt is the symptom value k log-space standard deviations from the
 // baseline.
-func (d *Decoupling) symAt(k float64) float64 {
-	return math.Exp(d.sym.mean+k*d.sym.sd(0, shapeLogFloor)) - d.symOff()
-}
+func (d *Decoupling) symAt(k float64) float64 { return shapeLogAt(&d.sym, k, d.symOff()) }
 
 // Observe judges one evaluation instant.
 func (d *Decoupling) Observe(ts int64, in Inputs) Result {

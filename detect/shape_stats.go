@@ -44,6 +44,46 @@ func shapeCheckCommon(errs *configutil.Errors, baseline time.Duration, warmup in
 	}
 }
 
+// Latency and queue baselines live in log space: their noise is
+// multiplicative and right-skewed, and a linear z-score pages on the ordinary
+// tail of a log-normal series. The baseline's mean and variance are those of
+// log(v + off), where off keeps zero values finite. shapeLogFloor is the
+// smallest log-space standard deviation (2 %, multiplicative).
+const shapeLogFloor = 0.02
+
+func shapeLog(v, off float64) float64 { return math.Log(math.Max(v, 0) + off) }
+
+// shapeLogExpected is a log-space baseline in the value's own unit (a
+// geometric mean).
+func shapeLogExpected(b *shapeBaseline, off float64) float64 { return math.Exp(b.mean) - off }
+
+// shapeLogAt is the value k log-space standard deviations from the baseline.
+func shapeLogAt(b *shapeBaseline, k, off float64) float64 {
+	return math.Exp(b.mean+k*b.sd(0, shapeLogFloor)) - off
+}
+
+// shapeLogZ is v's log-space z-score.
+func shapeLogZ(b *shapeBaseline, v, off float64) float64 {
+	return b.z(shapeLog(v, off), 0, shapeLogFloor)
+}
+
+// shapeLogRatio is v over the baseline in its own unit (+Inf over zero).
+func shapeLogRatio(b *shapeBaseline, v, off float64) float64 {
+	e := shapeLogExpected(b, off)
+	if e <= 0 {
+		return math.Inf(1)
+	}
+	return v / e
+}
+
+// shapeLogSignal describes a log-space baseline in an explanation.
+func shapeLogSignal(name, unit string, cur float64, b *shapeBaseline, k, off float64) model.Signal {
+	return model.Signal{
+		Name: name, Unit: unit, Current: shapeFinite(cur), Expected: shapeFinite(shapeLogExpected(b, off)),
+		Lower: shapeFinite(shapeLogAt(b, -k, off)), Upper: shapeFinite(shapeLogAt(b, k, off)),
+	}
+}
+
 // shapeBaseline is an exponentially weighted mean and variance whose weight
 // follows the time between samples, so the time constant means the same at
 // any evaluation interval. The first updates use weight 1/n (a plain running

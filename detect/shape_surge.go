@@ -118,6 +118,13 @@ func (c *SurgeConfig) New() (Composite, error) {
 	return &Surge{cfg: *c}, nil
 }
 
+// Log offsets of the surge's latency and queue baselines (see
+// shapeLogFloor): a queue of 0 is common, a latency of 0 is not.
+const (
+	shapeLatOff   = 1e-9
+	shapeQueueOff = 1
+)
+
 // shapeNever marks a timestamp that has not happened.
 const shapeNever = math.MinInt64
 
@@ -232,9 +239,9 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 		s.lowAt = ts
 	}
 	o.satLat = o.okLat && s.lat.n >= int64(c.WarmUp) &&
-		s.lat.z(o.lat, shapeFloorRel, shapeFloorAbs) >= c.Sigmas && s.lat.ratio(o.lat) >= c.LatencyRatio
+		shapeLogZ(&s.lat, o.lat, shapeLatOff) >= c.Sigmas && shapeLogRatio(&s.lat, o.lat, shapeLatOff) >= c.LatencyRatio
 	o.satQueue = o.okQueue && s.queue.n >= int64(c.WarmUp) &&
-		s.queue.z(o.queue, shapeFloorRel, shapeFloorAbs) >= c.Sigmas && s.queue.ratio(o.queue) >= c.LatencyRatio
+		shapeLogZ(&s.queue, o.queue, shapeQueueOff) >= c.Sigmas && shapeLogRatio(&s.queue, o.queue, shapeQueueOff) >= c.LatencyRatio
 	o.satErr = o.okErr && s.errShare.n >= int64(c.WarmUp) &&
 		o.errShare >= c.ErrorShare && o.errShare >= s.errShare.mean+c.ErrorShare/2
 	o.satHealth = o.okHealth && s.healthFrac.n >= int64(c.WarmUp) && o.frac <= s.healthFrac.mean-c.HealthDrop
@@ -267,7 +274,7 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 		r.Direction = DirDown
 	}
 	if o.satLat {
-		r.Score = math.Max(r.Score, shapeScore(s.lat.z(o.lat, shapeFloorRel, shapeFloorAbs)))
+		r.Score = math.Max(r.Score, shapeScore(shapeLogZ(&s.lat, o.lat, shapeLatOff)))
 	}
 	wasFiring := s.firing
 	if !warm {
@@ -303,10 +310,10 @@ func (s *Surge) learn(step int64, o *shapeSurgeObs) {
 	c := &s.cfg
 	s.reqs.update(step, o.req, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 	if o.okLat {
-		s.lat.update(step, o.lat, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
+		s.lat.update(step, shapeLog(o.lat, shapeLatOff), c.Baseline, c.Sigmas, 0, shapeLogFloor, c.WarmUp)
 	}
 	if o.okQueue {
-		s.queue.update(step, o.queue, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
+		s.queue.update(step, shapeLog(o.queue, shapeQueueOff), c.Baseline, c.Sigmas, 0, shapeLogFloor, c.WarmUp)
 	}
 	if o.okErr {
 		s.errShare.update(step, o.errShare, c.Baseline, c.Sigmas, 0, shapeShareFloor, c.WarmUp)
@@ -338,17 +345,17 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 	var signs, cleared []string
 	at := func(t int64) string { return "from +" + shapeDur(t-s.surgeAt) }
 	if o.okLat {
-		x.Signals = append(x.Signals, shapeSignal("latency", "s", o.lat, &s.lat, c.Sigmas, shapeFloorRel, shapeFloorAbs))
+		x.Signals = append(x.Signals, shapeLogSignal("latency", "s", o.lat, &s.lat, c.Sigmas, shapeLatOff))
 		if o.satLat && s.latAt != shapeNever {
-			signs = append(signs, "latency "+shapeVal(o.lat, "s")+" (normal "+shapeVal(s.lat.mean, "s")+", "+at(s.latAt)+")")
+			signs = append(signs, "latency "+shapeVal(o.lat, "s")+" (normal "+shapeVal(shapeLogExpected(&s.lat, shapeLatOff), "s")+", "+at(s.latAt)+")")
 		} else if s.latAt != shapeNever {
 			cleared = append(cleared, "latency")
 		}
 	}
 	if o.okQueue {
-		x.Signals = append(x.Signals, shapeSignal("queue", "", o.queue, &s.queue, c.Sigmas, shapeFloorRel, shapeFloorAbs))
+		x.Signals = append(x.Signals, shapeLogSignal("queue", "", o.queue, &s.queue, c.Sigmas, shapeQueueOff))
 		if o.satQueue && s.queueAt != shapeNever {
-			signs = append(signs, "queue "+shapeNum(o.queue)+" (normal "+shapeNum(s.queue.mean)+", "+at(s.queueAt)+")")
+			signs = append(signs, "queue "+shapeNum(o.queue)+" (normal "+shapeNum(shapeLogExpected(&s.queue, shapeQueueOff))+", "+at(s.queueAt)+")")
 		} else if s.queueAt != shapeNever {
 			cleared = append(cleared, "queue")
 		}
