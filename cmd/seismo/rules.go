@@ -106,7 +106,7 @@ func logAlerts(logger *slog.Logger) rules.NotifyFunc {
 	return func(_ context.Context, alerts ...*model.Alert) {
 		for _, al := range alerts {
 			logger.Info("alert", "alertname", al.Name(), "state", al.State.String(), "labels", al.Labels.String(),
-				"value", al.Value, "flapping", al.Flapping)
+				"value", al.Value, "flapping", al.Flapping, "starts_at", al.StartsAt)
 		}
 	}
 }
