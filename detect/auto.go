@@ -60,7 +60,7 @@ type AutoConfig struct {
 // docs/detectors.md).
 func DefaultAutoConfig() AutoConfig {
 	return AutoConfig{
-		Threshold:        0.5,
+		Threshold:        0.6,
 		WarmUp:           150,
 		LevelHalfLife:    100,
 		SurpriseCap:      3,
@@ -139,7 +139,9 @@ func (c *AutoConfig) fields() []configField {
 //  2. turns surprise into a likelihood: how improbable the recent average
 //     surprise is against this series' own long-run distribution of it
 //     (Numenta's anomaly likelihood), so a noisy series must be surprising
-//     by its own standards, and log-scales it into a score;
+//     by its own standards; a second likelihood over the time-of-day
+//     surprise alone catches a changed daily shape; the less likely of the
+//     two is log-scaled into the score;
 //  3. once the range is established, scores a value beyond the range seen
 //     so far as anomalous outright;
 //  4. after an alert, holds the score at zero for a quiet period, so that
@@ -155,7 +157,8 @@ type Auto struct {
 	n      uint64
 	quiet  int
 	last   Verdict
-	day    Seasonal // time-of-day baselines; unused when DayBuckets is 0
+	day    Seasonal   // time-of-day baselines; unused when DayBuckets is 0
+	dayLik Likelihood // likelihood of the time-of-day surprise alone
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -169,6 +172,7 @@ func NewAuto(c AutoConfig) *Auto {
 	}
 	if c.DayBuckets > 0 {
 		a.day = NewSeasonal(dayMs, c.DayBuckets, AlphaForHalfLife(c.DayHalfLife))
+		a.dayLik = NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05)
 	}
 	return a
 }
@@ -184,6 +188,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	scale := max(a.level.Scale(), scaleFloor(loc))
 	surprise := 0.0
 	extreme := false
+	pDay := 1.0
 	if a.n == 1 {
 		a.lo, a.hi = x, x
 	} else {
@@ -194,7 +199,9 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 				// A slice's own spread is noisy with few visits; never
 				// trust it below a quarter of the level's spread.
 				daily := math.Abs(x-b.Mean()) / max(b.Std(), 0.25*scale, scaleFloor(loc))
-				surprise = (surprise + min(daily, c.SurpriseCap)) / 2
+				daily = min(daily, c.SurpriseCap)
+				surprise = (surprise + daily) / 2
+				pDay = a.dayLik.Update(daily)
 			}
 		}
 		tol := c.ExtremeTolerance * (a.hi - a.lo)
@@ -202,7 +209,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			math.Abs(x-loc)/scale >= extremeMinZ
 		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 	}
-	p := a.lik.Update(surprise)
+	p := min(a.lik.Update(surprise), pDay)
 	a.level.Update(x)
 	if c.DayBuckets > 0 {
 		a.day.Update(ts, x)
@@ -249,6 +256,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.i64(int64(a.quiet))
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
+		a.dayLik.encode(w)
 	}
 	encodeVerdict(w, a.last)
 	return w.b, nil
@@ -269,6 +277,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.quiet = int(r.i64())
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
+		a.dayLik.decode(r)
 	}
 	a.last = decodeVerdict(r)
 	return r.finish()
