@@ -85,6 +85,9 @@ type Manager struct {
 	afterWatchReload func(error)
 	// watchReady is closed once the file watch is in place (or off).
 	watchReady chan struct{}
+	// anySource, set by Replay, accepts any group datasource and answers
+	// every group from Options.Source.
+	anySource bool
 	// onObserve, set by Replay, sees every evaluated value.
 	onObserve func(r *Rule, l labels.Labels, p TracePoint)
 }
@@ -176,7 +179,7 @@ func (m *Manager) load(cfg Config) ([]*Group, error) {
 			popts.Sources = append(popts.Sources, name)
 		}
 		slices.Sort(popts.Sources)
-	} else {
+	} else if !m.anySource {
 		popts.Sources = []string{}
 	}
 	var (

@@ -19,7 +19,8 @@ type ReplayOptions struct {
 	// Config names the rule files and the built-in pack (its file watch,
 	// persistence and resend settings are not used).
 	Config Config
-	// Source holds the recorded data.
+	// Source holds the recorded data; it answers every group, whatever
+	// datasource the group names.
 	Source     datasource.Source
 	Start, End time.Time
 	Lookup     func(string) (detect.Kind, bool)
@@ -85,6 +86,7 @@ func Replay(ctx context.Context, opts ReplayOptions) (*ReplayResult, error) {
 		return nil, err
 	}
 	defer m.Close()
+	m.anySource = true
 	if opts.Trace {
 		m.onObserve = func(r *Rule, l labels.Labels, p TracePoint) {
 			k := r.Name + "\x00" + l.String()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/seismo-agent/seismo/datasource"
 	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/rules"
 	"github.com/seismo-agent/seismo/store"
@@ -24,6 +25,7 @@ type replayFlags struct {
 	noBuiltin   bool
 	openMetrics string
 	csv         string
+	remoteURL   string
 	start, end  string
 	output      string
 	plot        string
@@ -40,6 +42,8 @@ func registerReplay(app *kingpin.Application, cli *cliEnv) {
 		PlaceHolder("FILE").StringVar(&f.openMetrics)
 	cmd.Flag("csv", "Recording as CSV: a header time,<series>,... then one row per instant (RFC 3339 or Unix seconds).").
 		PlaceHolder("FILE").StringVar(&f.csv)
+	cmd.Flag("remote-url", "Evaluate against a Prometheus-compatible API instead of a recording (needs --start and --end).").
+		PlaceHolder("URL").StringVar(&f.remoteURL)
 	cmd.Flag("start", "Start of the replay (RFC 3339 or Unix seconds); default the recording's start.").StringVar(&f.start)
 	cmd.Flag("end", "End of the replay; default the recording's end.").StringVar(&f.end)
 	cmd.Flag("interval", "Evaluation interval of the built-in pack and of groups without one.").Default("15s").DurationVar(&f.interval)
@@ -51,8 +55,17 @@ func registerReplay(app *kingpin.Application, cli *cliEnv) {
 }
 
 func runReplay(ctx context.Context, cli *cliEnv, f *replayFlags) error {
-	if (f.openMetrics == "") == (f.csv == "") {
-		return &exitError{code: exitUsage, err: errors.New("replay: give exactly one of --openmetrics or --csv")}
+	inputs := 0
+	for _, in := range []string{f.openMetrics, f.csv, f.remoteURL} {
+		if in != "" {
+			inputs++
+		}
+	}
+	if inputs != 1 {
+		return &exitError{code: exitUsage, err: errors.New("replay: give exactly one of --openmetrics, --csv or --remote-url")}
+	}
+	if f.remoteURL != "" {
+		return runRemoteReplay(ctx, cli, f)
 	}
 	st, err := store.New(store.Options{Config: store.Config{Retention: 100 * 365 * 24 * time.Hour, MaxSeries: 1 << 20}})
 	if err != nil {
@@ -95,6 +108,47 @@ func runReplay(ctx context.Context, cli *cliEnv, f *replayFlags) error {
 			return fmt.Errorf("--end: %w", err)
 		}
 	}
+	res, evalTime, err := replayAndReport(ctx, cli, f, rules.NewQueryableSource(st), start, end)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cli.stderr, "replayed %d samples of %d series over %s: %d evaluations, %d transitions; load %s, evaluation %s (%.0f samples/s)\n",
+		stats.Samples, stats.Series, end.Sub(start), res.Evaluations, len(res.Transitions),
+		loadTime.Round(time.Millisecond), evalTime.Round(time.Millisecond),
+		float64(stats.Samples)/(loadTime+evalTime).Seconds())
+	return nil
+}
+
+// runRemoteReplay evaluates the rules against a remote API at each tick.
+func runRemoteReplay(ctx context.Context, cli *cliEnv, f *replayFlags) error {
+	if f.start == "" || f.end == "" {
+		return &exitError{code: exitUsage, err: errors.New("replay: --remote-url needs --start and --end")}
+	}
+	start, err := parseReplayTime(f.start)
+	if err != nil {
+		return fmt.Errorf("--start: %w", err)
+	}
+	end, err := parseReplayTime(f.end)
+	if err != nil {
+		return fmt.Errorf("--end: %w", err)
+	}
+	src, err := datasource.NewRemote(datasource.RemoteConfig{Name: "remote", URL: f.remoteURL, Timeout: datasource.DefaultRemoteTimeout})
+	if err != nil {
+		return err
+	}
+	res, evalTime, err := replayAndReport(ctx, cli, f, src, start, end)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cli.stderr, "replayed %s against %s: %d evaluations, %d transitions in %s (%.0f evaluations/s)\n",
+		end.Sub(start), f.remoteURL, res.Evaluations, len(res.Transitions), evalTime.Round(time.Millisecond),
+		float64(res.Evaluations)/evalTime.Seconds())
+	return nil
+}
+
+// replayAndReport runs the replay over src, prints transitions as they
+// happen and writes the plot; it returns the result and the time spent.
+func replayAndReport(ctx context.Context, cli *cliEnv, f *replayFlags, src datasource.Source, start, end time.Time) (*rules.ReplayResult, time.Duration, error) {
 	cfg := rules.DefaultConfig()
 	cfg.Files = f.ruleFiles
 	cfg.EvaluationInterval = f.interval
@@ -103,7 +157,7 @@ func runReplay(ctx context.Context, cli *cliEnv, f *replayFlags) error {
 
 	out := &transitionWriter{w: cli.stdout, json: f.output == "json"}
 	opts := rules.ReplayOptions{
-		Config: cfg, Source: rules.NewQueryableSource(st), Start: start, End: end,
+		Config: cfg, Source: src, Start: start, End: end,
 		OnTransition: out.write, Trace: f.plot != "",
 	}
 	if isTerminal(cli.stderr) {
@@ -117,26 +171,22 @@ func runReplay(ctx context.Context, cli *cliEnv, f *replayFlags) error {
 		fmt.Fprint(cli.stderr, "\r\033[K")
 	}
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	if out.err != nil {
-		return out.err
+		return nil, 0, out.err
 	}
 	evalTime := time.Since(evalStart)
 	if f.plot != "" {
 		var b bytes.Buffer
 		if err := rules.WriteSVG(&b, res); err != nil {
-			return err
+			return nil, 0, err
 		}
 		if err := os.WriteFile(f.plot, b.Bytes(), 0o644); err != nil {
-			return err
+			return nil, 0, err
 		}
 	}
-	fmt.Fprintf(cli.stderr, "replayed %d samples of %d series over %s: %d evaluations, %d transitions; load %s, evaluation %s (%.0f samples/s)\n",
-		stats.Samples, stats.Series, end.Sub(start), res.Evaluations, len(res.Transitions),
-		loadTime.Round(time.Millisecond), evalTime.Round(time.Millisecond),
-		float64(stats.Samples)/(loadTime+evalTime).Seconds())
-	return nil
+	return res, evalTime, nil
 }
 
 func parseReplayTime(s string) (time.Time, error) {

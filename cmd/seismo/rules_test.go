@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -68,4 +72,26 @@ func TestReplayJSON(t *testing.T) {
 		states = append(states, v["state"].(string))
 	}
 	require.Equal(t, []string{"pending", "firing", "resolved"}, states)
+}
+
+// TestReplayRemote replays against a Prometheus-compatible API: every tick
+// is an instant query answered by the server.
+func TestReplayRemote(t *testing.T) {
+	var queries atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.NoError(t, r.ParseForm())
+		queries.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"latency_seconds","route":"/"},"value":[%s,"2"]}]}}`, r.Form.Get("time"))
+	}))
+	defer srv.Close()
+	code, out, errOut := cli(t, "replay", "../../rules/testdata/replay/slow.yml", "--remote-url", srv.URL,
+		"--start", "2026-01-01T00:00:00Z", "--end", "2026-01-01T00:01:00Z")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "2026-01-01T00:00:30Z  FIRING     SlowRoute")
+	require.Contains(t, errOut, "5 evaluations")
+	require.Equal(t, int64(5), queries.Load())
+
+	code, _, _ = cli(t, "replay", "--remote-url", srv.URL)
+	require.Equal(t, 2, code, "--remote-url needs --start and --end")
 }
