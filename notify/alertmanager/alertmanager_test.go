@@ -209,4 +209,3 @@ func TestRealAlertmanager(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(list()) == 0 }, 10*time.Second, 20*time.Millisecond, "the alert did not resolve")
 }
-

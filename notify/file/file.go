@@ -26,7 +26,7 @@ const Stdout = "-"
 type Config struct {
 	// Path of the JSON-lines file, appended to; "-" is standard output.
 	Path         string `koanf:"path"`
-	SendResolved *bool   `koanf:"send_resolved"`
+	SendResolved *bool  `koanf:"send_resolved"`
 }
 
 // DefaultConfig returns the defaults.

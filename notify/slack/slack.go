@@ -42,7 +42,7 @@ type Config struct {
 	Channel    string            `koanf:"channel"`
 	// APIBase is Slack's Web API base URL (for tests and proxies).
 	APIBase      string `koanf:"api_base"`
-	SendResolved *bool   `koanf:"send_resolved"`
+	SendResolved *bool  `koanf:"send_resolved"`
 	Username     string `koanf:"username"`
 	IconEmoji    string `koanf:"icon_emoji"`
 	// Title and Fallback are templates over notify.Data; Alert is a template
@@ -58,8 +58,8 @@ type Config struct {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{
-		APIBase: "https://slack.com/api/", 
-		Title: `{{ template "slack.seismo.title" . }}`, Fallback: `{{ template "slack.seismo.fallback" . }}`,
+		APIBase: "https://slack.com/api/",
+		Title:   `{{ template "slack.seismo.title" . }}`, Fallback: `{{ template "slack.seismo.fallback" . }}`,
 		Alert: `{{ template "slack.seismo.alert" . }}`, MaxAlerts: 10, Timeout: 10 * time.Second,
 	}
 }
