@@ -178,8 +178,18 @@ func (c *BuiltinConfig) Groups(opts ParseOptions) ([]*Group, error) {
 			if off[r.Name] {
 				r.Enabled = false
 				r.Hash = hashRule(g, r)
+				delete(off, r.Name)
 			}
 		}
+	}
+	var errs Errors
+	for _, n := range c.Disabled {
+		if off[n] {
+			errs = append(errs, &Error{File: BuiltinFile, Msg: fmt.Sprintf("builtin.disabled: the pack has no rule %q", n)})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	return groups, nil
 }

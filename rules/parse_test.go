@@ -148,6 +148,9 @@ func TestRealRegistry(t *testing.T) {
 	for _, n := range []string{"SaturationWithoutCPU", "RateLimitStorm", "TrafficSurgeSaturation", "HighErrorRate", "ProbeFailing"} {
 		require.True(t, names[n], n)
 	}
+	cfg.Disabled = []string{"HostCPUAnomly"}
+	_, err = cfg.Groups(ParseOptions{})
+	require.ErrorContains(t, err, `builtin.disabled: the pack has no rule "HostCPUAnomly"`)
 	cfg.Disabled = []string{"HostCPUAnomaly"}
 	cfg.Metrics.Selector = `job="shop"`
 	cfg.Metrics.ClientLabel = "tenant"
