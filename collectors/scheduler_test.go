@@ -201,6 +201,7 @@ func TestSchedulerFileSDTargets(t *testing.T) {
 		}
 	}
 	wait("a")
+	wait("a") // a second request proves the first scrape was committed
 	writeTargets(hostPort(t, b.URL))
 	wait("b")
 	// The old target's loop had finished (stale markers included) before

@@ -7,21 +7,26 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/util/annotations"
 )
 
-// API serves /api/v1/query and /api/v1/query_range over a Local source,
+// API serves /api/v1/query, /api/v1/query_range, /api/v1/labels,
+// /api/v1/label/{name}/values and /api/v1/series over a Local source,
 // answering in the Prometheus HTTP API's JSON so curl, promtool and Grafana
 // can look at what the agent sees.
 type API struct {
-	local *Local
-	now   func() time.Time
+	local  *Local
+	now    func() time.Time
+	parser parser.Parser
 }
 
 // NewAPI returns the handlers over l; now is the default evaluation time
@@ -30,7 +35,7 @@ func NewAPI(l *Local, now func() time.Time) *API {
 	if now == nil {
 		now = time.Now
 	}
-	return &API{local: l, now: now}
+	return &API{local: l, now: now, parser: parser.NewParser(parser.Options{})}
 }
 
 // maxPoints bounds a range query's resolution, as Prometheus does.
@@ -216,4 +221,135 @@ func parseDuration(s string) (time.Duration, error) {
 		return time.Duration(d), nil
 	}
 	return 0, fmt.Errorf("cannot parse %q to a valid duration", s)
+}
+
+// LabelsHandler serves /api/v1/labels?match[]=&start=&end=: the label
+// names of the selected series (all series without match[]).
+func (a *API) LabelsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.labelQuery(w, r, func(ctx context.Context, q storage.Querier, ms []*labels.Matcher) ([]string, error) {
+			names, _, err := q.LabelNames(ctx, nil, ms...)
+			return names, err
+		})
+	})
+}
+
+// LabelValuesHandler serves /api/v1/label/{name}/values?match[]=: the
+// values of label name (mount it with a {name} path wildcard).
+func (a *API) LabelValuesHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if name == "" {
+			writeError(w, http.StatusBadRequest, "bad_data", errors.New("missing label name"))
+			return
+		}
+		a.labelQuery(w, r, func(ctx context.Context, q storage.Querier, ms []*labels.Matcher) ([]string, error) {
+			vals, _, err := q.LabelValues(ctx, name, nil, ms...)
+			return vals, err
+		})
+	})
+}
+
+// SeriesHandler serves /api/v1/series?match[]=&start=&end=: the label sets
+// of the selected series.
+func (a *API) SeriesHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sets, q, mint, maxt, ok := a.selectors(w, r)
+		if !ok {
+			return
+		}
+		if len(sets) == 0 {
+			writeError(w, http.StatusBadRequest, "bad_data", errors.New("no match[] parameter provided"))
+			return
+		}
+		querier, err := q.Querier(mint, maxt)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "internal", err)
+			return
+		}
+		defer querier.Close()
+		seen := map[string]bool{}
+		out := []labels.Labels{}
+		for _, ms := range sets {
+			ss := querier.Select(r.Context(), false, &storage.SelectHints{Start: mint, End: maxt, Func: "series"}, ms...)
+			for ss.Next() {
+				l := ss.At().Labels()
+				if k := l.String(); !seen[k] {
+					seen[k] = true
+					out = append(out, l)
+				}
+			}
+			if err := ss.Err(); err != nil {
+				writeError(w, http.StatusInternalServerError, "internal", err)
+				return
+			}
+		}
+		slices.SortFunc(out, labels.Compare)
+		writeJSON(w, http.StatusOK, apiResponse{Status: "success", Data: out})
+	})
+}
+
+// selectors parses match[], start and end.
+func (a *API) selectors(w http.ResponseWriter, r *http.Request) ([][]*labels.Matcher, storage.Queryable, int64, int64, bool) {
+	if err := r.ParseForm(); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_data", err)
+		return nil, nil, 0, 0, false
+	}
+	mint, maxt := int64(math.MinInt64), int64(math.MaxInt64)
+	for _, p := range []struct {
+		name string
+		dst  *int64
+	}{{"start", &mint}, {"end", &maxt}} {
+		if s := r.Form.Get(p.name); s != "" {
+			t, err := parseTime(s)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "bad_data", fmt.Errorf("invalid parameter %q: %w", p.name, err))
+				return nil, nil, 0, 0, false
+			}
+			*p.dst = t.UnixMilli()
+		}
+	}
+	var sets [][]*labels.Matcher
+	for _, s := range r.Form["match[]"] {
+		ms, err := a.parser.ParseMetricSelector(s)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "bad_data", err)
+			return nil, nil, 0, 0, false
+		}
+		sets = append(sets, ms)
+	}
+	return sets, a.local.q, mint, maxt, true
+}
+
+func (a *API) labelQuery(w http.ResponseWriter, r *http.Request, get func(context.Context, storage.Querier, []*labels.Matcher) ([]string, error)) {
+	sets, q, mint, maxt, ok := a.selectors(w, r)
+	if !ok {
+		return
+	}
+	querier, err := q.Querier(mint, maxt)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "internal", err)
+		return
+	}
+	defer querier.Close()
+	if len(sets) == 0 {
+		sets = [][]*labels.Matcher{nil}
+	}
+	seen := map[string]bool{}
+	out := []string{}
+	for _, ms := range sets {
+		vals, err := get(r.Context(), querier, ms)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "internal", err)
+			return
+		}
+		for _, v := range vals {
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+	}
+	slices.Sort(out)
+	writeJSON(w, http.StatusOK, apiResponse{Status: "success", Data: out})
 }

@@ -27,6 +27,9 @@ func apiServer(t testing.TB, check func(*http.Request) bool) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.Handle("/api/v1/query", a.QueryHandler())
 	mux.Handle("/api/v1/query_range", a.QueryRangeHandler())
+	mux.Handle("/api/v1/labels", a.LabelsHandler())
+	mux.Handle("/api/v1/label/{name}/values", a.LabelValuesHandler())
+	mux.Handle("/api/v1/series", a.SeriesHandler())
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if check != nil && !check(r) {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -64,6 +67,13 @@ func TestAPIHandlers(t *testing.T) {
 		{"bad step", `/api/v1/query_range?query=g&start=0&end=10&step=0`, false, 400, `step`},
 		{"too many points", `/api/v1/query_range?query=g&start=0&end=100000&step=1`, false, 400, `11,000 points`},
 		{"end before start", `/api/v1/query_range?query=g&start=10&end=0&step=1`, false, 400, `before start`},
+		{"label names", `/api/v1/labels`, false, 200, `{"status":"success","data":["__name__","code","job","le"]}`},
+		{"label names of a selector", `/api/v1/labels?match[]=g`, false, 200, `{"status":"success","data":["__name__"]}`},
+		{"label values", `/api/v1/label/job/values`, false, 200, `{"status":"success","data":["a","b"]}`},
+		{"metric names", `/api/v1/label/__name__/values?start=0&end=300`, false, 200, `["g","http_requests_total","lat_bucket","resets_total"]`},
+		{"series", `/api/v1/series?match[]=http_requests_total{job="b"}&match[]=g`, false, 200, `{"status":"success","data":[{"__name__":"g"},{"__name__":"http_requests_total","code":"200","job":"b"}]}`},
+		{"series needs match[]", `/api/v1/series`, false, 400, `no match[]`},
+		{"bad selector", `/api/v1/labels?match[]=%7B`, false, 400, `bad_data`},
 		{"execution error", `/api/v1/query?query=label_replace(g,"a","b","c","(")&time=300`, false, 422, `"errorType":"execution"`},
 	}
 	for _, tc := range tests {

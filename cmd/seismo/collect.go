@@ -27,7 +27,8 @@ type collected struct {
 // wireCollect builds the store, the collectors' scheduler, the local and
 // remote datasources and the query API from cfg, and registers them with
 // the agent: store retention and the scheduler as services, their part of
-// reload, and /api/v1/query and /api/v1/query_range.
+// reload, and the read API (/api/v1/query, query_range, labels,
+// label/{name}/values, series).
 func wireCollect(a *agent, cfg *config.Config) (*collected, error) {
 	st, err := store.New(store.Options{Config: cfg.Storage, Logger: a.logger, Metrics: a.metricsSet()})
 	if err != nil {
@@ -72,7 +73,10 @@ func wireCollect(a *agent, cfg *config.Config) (*collected, error) {
 	for _, m := range []string{"GET", "POST"} {
 		a.web.Handle(m+" /api/v1/query", api.QueryHandler())
 		a.web.Handle(m+" /api/v1/query_range", api.QueryRangeHandler())
+		a.web.Handle(m+" /api/v1/labels", api.LabelsHandler())
+		a.web.Handle(m+" /api/v1/series", api.SeriesHandler())
 	}
+	a.web.Handle("GET /api/v1/label/{name}/values", api.LabelValuesHandler())
 	return c, nil
 }
 

@@ -81,4 +81,7 @@ func TestWireCollect(t *testing.T) {
 	body := query(`count_over_time(up{job="first"}[1m]) >= 2`)
 	require.Contains(t, body, `"job":"first"`, "the unchanged job kept its history: %s", body)
 	require.True(t, strings.Contains(query(`up{job="second"}`), `"1"]`))
+	code, names := do(t, http.MethodGet, base+"/api/v1/label/job/values")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, `{"status":"success","data":["first","second"]}`, names)
 }
