@@ -92,12 +92,9 @@ func newTestManager(t *testing.T, src *fakeSource, rec *recorder, dataDir string
 
 func TestLifecycle(t *testing.T) {
 	lset := labels.FromStrings("__name__", "x", "instance", "a")
-	type step struct {
-		value  float64 // series value; <0 means absent
-		state  model.AlertState
-		sent   int // notifications at this step
-		sentAs model.AlertState
-	}
+	// step: series value (<0 means absent), state after the evaluation,
+	// notifications sent by it and the state they carry.
+	type step = lifecycleStep
 	tests := []struct {
 		name  string
 		rules string
@@ -156,39 +153,86 @@ func TestLifecycle(t *testing.T) {
 			},
 		},
 	}
+	// Each case runs twice: driven directly at explicit tick times, and by
+	// the manager's own evaluation loop on fake time (synctest), where the
+	// group's interval and offset decide the ticks.
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			i := 0
-			src := vecSource(lset, func(q string, ts time.Time) (float64, bool) {
-				v := tt.steps[i].value
-				if q == "x" {
-					return v, v >= 0
+		for _, mode := range []string{"direct", "loop"} {
+			t.Run(tt.name+"/"+mode, func(t *testing.T) {
+				if mode == "loop" {
+					synctest.Test(t, func(t *testing.T) { runLifecycleSteps(t, lset, tt.rules, tt.steps, true) })
+					return
 				}
-				return v, v > 5 // 'x > 5' keeps the series only while true
+				runLifecycleSteps(t, lset, tt.rules, tt.steps, false)
 			})
-			rec := &recorder{}
-			m, _ := newTestManager(t, src, rec, "", tt.rules)
-			for ; i < len(tt.steps); i++ {
-				st := tt.steps[i]
-				ts := t0.Add(time.Duration(i) * 10 * time.Second)
-				require.NoError(t, m.EvalGroups(context.Background(), ts))
-				state := model.StateInactive
-				if as := m.Alerts(); len(as) > 0 {
-					require.Len(t, as, 1)
-					state = as[0].State
-				}
-				require.Equal(t, st.state, state, "step %d", i)
-				sent := rec.take()
-				require.Len(t, sent, st.sent, "step %d", i)
-				if st.sent > 0 {
-					require.Equal(t, st.sentAs, sent[0].State, "step %d", i)
-					require.Equal(t, "A", sent[0].Name())
-					if sent[0].State == model.StateResolved {
-						require.Equal(t, st.value, sent[0].Value, "value at resolve time")
-					}
-				}
+		}
+	}
+}
+
+type lifecycleStep = struct {
+	value  float64
+	state  model.AlertState
+	sent   int
+	sentAs model.AlertState
+}
+
+func runLifecycleSteps(t *testing.T, lset labels.Labels, rules string, steps []lifecycleStep, loop bool) {
+	var mu sync.Mutex
+	i := 0
+	src := vecSource(lset, func(q string, ts time.Time) (float64, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		v := steps[min(i, len(steps)-1)].value
+		if q == "x" {
+			return v, v >= 0
+		}
+		return v, v > 5 // 'x > 5' keeps the series only while true
+	})
+	rec := &recorder{}
+	m, _ := newTestManager(t, src, rec, "", rules)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var done chan error
+	if loop {
+		done = make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		// Just past the group's first tick.
+		first := nextTick(time.Now(), m.Groups()[0])
+		time.Sleep(time.Until(first) + time.Millisecond)
+	}
+	for n := range steps {
+		st := steps[n]
+		if loop {
+			if n > 0 {
+				mu.Lock()
+				i = n
+				mu.Unlock()
+				time.Sleep(10 * time.Second)
 			}
-		})
+			synctest.Wait()
+		} else {
+			i = n
+			require.NoError(t, m.EvalGroups(ctx, t0.Add(time.Duration(n)*10*time.Second)))
+		}
+		state := model.StateInactive
+		if as := m.Alerts(); len(as) > 0 {
+			require.Len(t, as, 1)
+			state = as[0].State
+		}
+		require.Equal(t, st.state, state, "step %d", n)
+		sent := rec.take()
+		require.Len(t, sent, st.sent, "step %d", n)
+		if st.sent > 0 {
+			require.Equal(t, st.sentAs, sent[0].State, "step %d", n)
+			require.Equal(t, "A", sent[0].Name())
+			if sent[0].State == model.StateResolved {
+				require.Equal(t, st.value, sent[0].Value, "value at resolve time")
+			}
+		}
+	}
+	if loop {
+		cancel()
+		require.NoError(t, <-done)
 	}
 }
 
