@@ -124,6 +124,11 @@ func TestSidecarExample(t *testing.T) {
 
 	cfg, err := config.Load(config.LoadOptions{File: filepath.Join(kubeDir, sourceFile("seismo.yml"))})
 	require.NoError(t, err)
+	// Rule files sit next to the config in the ConfigMap's mount.
+	require.NotEmpty(t, cfg.Rules.Files)
+	for _, f := range cfg.Rules.Files {
+		require.Contains(t, cm.Data, filepath.Base(f), "rule file %s is not in the ConfigMap", f)
+	}
 
 	pod := byKind["Deployment"].Spec.Template.Spec
 	require.NotNil(t, pod.SecurityContext.RunAsNonRoot)
@@ -144,6 +149,18 @@ func TestSidecarExample(t *testing.T) {
 	var names []string
 	for _, c := range pod.Containers {
 		names = append(names, c.Name)
+		if c.Name == "app" {
+			// seismo scrapes and probes the application where the kubelet
+			// does.
+			require.Len(t, c.Ports, 1)
+			port := strconv.Itoa(c.Ports[0].ContainerPort)
+			require.NotNil(t, c.ReadinessProbe)
+			require.Len(t, cfg.Collectors.ScrapeConfigs, 1)
+			require.Equal(t, []string{"localhost:" + port}, cfg.Collectors.ScrapeConfigs[0].StaticConfigs[0].Targets)
+			require.Len(t, cfg.Collectors.ProbeConfigs, 1)
+			require.Equal(t, []string{"http://localhost:" + port + c.ReadinessProbe.HTTPGet.Path}, cfg.Collectors.ProbeConfigs[0].Targets)
+			continue
+		}
 		if c.Name != "seismo" {
 			continue
 		}
