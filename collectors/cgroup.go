@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -142,7 +141,7 @@ func (c *CgroupCollector) addPressure(dir, id string) error {
 	for _, res := range []string{"cpu", "io", "memory"} {
 		b, err := os.ReadFile(filepath.Join(dir, res+".pressure"))
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+			if psiUnavailable(err) {
 				continue
 			}
 			return err

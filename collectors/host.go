@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -63,7 +64,7 @@ func (h *HostCollector) Collect(_ context.Context, _ time.Time) ([]Sample, error
 	for _, res := range []string{"cpu", "io", "memory"} {
 		psi, err := h.fs.PSIStatsForResource(res)
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
+			if psiUnavailable(err) {
 				continue
 			}
 			return nil, failf(ReasonCollect, "read pressure %s: %v", res, err)
@@ -71,6 +72,13 @@ func (h *HostCollector) Collect(_ context.Context, _ time.Time) ([]Sample, error
 		addPSI(psi, "node_pressure_"+res, h.add)
 	}
 	return h.out, nil
+}
+
+// psiUnavailable reports a kernel without PSI (no file) or with PSI
+// switched off at boot (psi=0: the file exists, reading it fails with
+// EOPNOTSUPP): both mean "no pressure series", not a failed collection.
+func psiUnavailable(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOTSUP)
 }
 
 func (h *HostCollector) add(v float64, kv ...string) {

@@ -2,6 +2,9 @@ package collectors
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
+	"syscall"
 	"testing"
 	"time"
 
@@ -138,6 +141,23 @@ func TestCgroupCollector(t *testing.T) {
 				require.Contains(t, m, k)
 				require.InDelta(t, v, m[k], 1e-9, k)
 			}
+		})
+	}
+}
+
+func TestPSIUnavailable(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no file: kernel without PSI", &fs.PathError{Op: "open", Path: "/proc/pressure/cpu", Err: syscall.ENOENT}, true},
+		{"psi=0 at boot", fmt.Errorf("psi_stats: %w", &fs.PathError{Op: "read", Path: "/proc/pressure/cpu", Err: syscall.EOPNOTSUPP}), true},
+		{"permission denied is a failure", &fs.PathError{Op: "open", Path: "/proc/pressure/cpu", Err: syscall.EACCES}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, psiUnavailable(tc.err))
 		})
 	}
 }
