@@ -62,10 +62,10 @@ func DefaultAutoConfig() AutoConfig {
 	return AutoConfig{
 		Threshold:        0.6,
 		WarmUp:           150,
-		LevelHalfLife:    100,
+		LevelHalfLife:    150,
 		SurpriseCap:      3,
 		ShortHalfLife:    2,
-		LongHalfLife:     5000,
+		LongHalfLife:     8000,
 		ExtremeTolerance: 0.01,
 		ExtremeAfter:     300,
 		Quiet:            200,
