@@ -88,6 +88,27 @@ func TestSnapshotRoundTripMidStream(t *testing.T) {
 	}
 }
 
+func TestAutoSnapshotWithoutDayBaselines(t *testing.T) {
+	cfg := DefaultAutoConfig()
+	cfg.DayBuckets = 0
+	ts, vs := testSeries(3000)
+	whole, cut := NewAuto(cfg), NewAuto(cfg)
+	for i := range 1500 {
+		require.Equal(t, whole.Observe(ts[i], vs[i]), cut.Observe(ts[i], vs[i]))
+	}
+	snap, err := cut.MarshalBinary()
+	require.NoError(t, err)
+	restored := NewAuto(cfg)
+	require.NoError(t, restored.UnmarshalBinary(snap))
+	for i := 1500; i < len(vs); i++ {
+		require.Equal(t, whole.Observe(ts[i], vs[i]), restored.Observe(ts[i], vs[i]), "sample %d", i)
+	}
+	// A snapshot with day baselines does not restore into one without.
+	withDay, err := NewAuto(DefaultAutoConfig()).MarshalBinary()
+	require.NoError(t, err)
+	require.ErrorIs(t, NewAuto(cfg).UnmarshalBinary(withDay), ErrSnapshot)
+}
+
 func TestSnapshotRejectsBadInput(t *testing.T) {
 	for _, kind := range univariateKinds(t) {
 		t.Run(kind, func(t *testing.T) {
