@@ -329,9 +329,14 @@ func validateHostPort(t string) error {
 
 func validateLabels(ls map[string]string) error {
 	var errs configutil.Errors
-	for k := range ls {
-		if !model.UTF8Validation.IsValidLabelName(k) || strings.HasPrefix(k, "__") {
+	for k, v := range ls {
+		switch {
+		case !model.UTF8Validation.IsValidLabelName(k):
 			errs.Addf(k, "invalid label name")
+		case k == labelScheme && v != "http" && v != "https":
+			errs.Addf(k, "want http or https, got %q", v)
+		case k == labelMetricsPath && !strings.HasPrefix(v, "/"):
+			errs.Addf(k, "must start with /, got %q", v)
 		}
 	}
 	return errs.Err()

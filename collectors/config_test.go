@@ -34,9 +34,9 @@ func TestConfigValidate(t *testing.T) {
 		{name: "targets, labels, scheme, path", mutate: func(c *Config) {
 			sc := &c.ScrapeConfigs[0]
 			sc.StaticConfigs[0].Targets = append(sc.StaticConfigs[0].Targets, "http://x:1/metrics")
-			sc.StaticConfigs[0].Labels = map[string]string{"__meta": "x", "ok": "y"}
+			sc.StaticConfigs[0].Labels = map[string]string{"\xff": "x", "__scheme__": "ftp", "__meta_x": "ok"}
 			sc.Scheme, sc.MetricsPath = "ftp", "metrics"
-		}, want: []string{"scrape_configs[0].static_configs[0].targets[1]: want host:port", "scrape_configs[0].static_configs[0].labels.__meta: invalid label name", "scrape_configs[0].scheme: want http or https", "scrape_configs[0].metrics_path: must start with /"}},
+		}, want: []string{"scrape_configs[0].static_configs[0].targets[1]: want host:port", "scrape_configs[0].static_configs[0].labels.\xff: invalid label name", "scrape_configs[0].static_configs[0].labels.__scheme__: want http or https", "scrape_configs[0].scheme: want http or https", "scrape_configs[0].metrics_path: must start with /"}},
 		{name: "no targets at all", mutate: func(c *Config) { c.ScrapeConfigs[0].StaticConfigs = nil }, want: []string{"scrape_configs[0].static_configs: a job needs static_configs or file_sd_configs"}},
 		{name: "file_sd", mutate: func(c *Config) {
 			c.ScrapeConfigs[0].FileSDConfigs = []FileSDConfig{{Files: []string{"targets.txt", "[.json"}}, {}}

@@ -277,7 +277,9 @@ func (j *job) sync(ctx context.Context, groups []StaticConfig) {
 		for _, t := range g.Targets {
 			b := labels.NewBuilder(labels.EmptyLabels())
 			for k, v := range g.Labels {
-				if !strings.HasPrefix(k, "__") {
+				// Of the internal labels, per-target scheme and path are
+				// honoured as in Prometheus; the rest (__meta_*) dropped.
+				if !strings.HasPrefix(k, "__") || k == labelScheme || k == labelMetricsPath {
 					b.Set(k, v)
 				}
 			}
@@ -309,14 +311,23 @@ func (j *job) sync(ctx context.Context, groups []StaticConfig) {
 	j.m.targets.Set(float64(len(j.loops)))
 }
 
+// Target labels that set a target's scheme and metrics path, as in
+// Prometheus (file_sd files often carry them).
+const (
+	labelScheme      = "__scheme__"
+	labelMetricsPath = "__metrics_path__"
+)
+
 func (j *job) newLoop(key string, ls labels.Labels) *loop {
 	sp := j.spec
 	instance := ls.Get("instance")
 	var r runner
 	switch sp.kind {
 	case "scrape":
-		url := sp.scrape.Scheme + "://" + instance + sp.scrape.MetricsPath
-		r = newScraper(url, j.client, sp.scrape, sp.timeout, ls)
+		scheme := cmpStr(ls.Get(labelScheme), sp.scrape.Scheme)
+		path := cmpStr(ls.Get(labelMetricsPath), sp.scrape.MetricsPath)
+		ls = labels.NewBuilder(ls).Del(labelScheme, labelMetricsPath).Labels()
+		r = newScraper(scheme+"://"+instance+path, j.client, sp.scrape, sp.timeout, ls)
 	case "probe":
 		r = &collectorRunner{c: NewProbeCollector(instance, sp.probe.Method, sp.probe.ValidStatusCodes, j.client, j.s.now), target: ls}
 	case "host":

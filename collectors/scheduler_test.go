@@ -157,9 +157,9 @@ func TestSchedulerCollectorTimeout(t *testing.T) {
 func TestSchedulerFileSDTargets(t *testing.T) {
 	hits := make(chan string, 100)
 	serve := func(name string) *httptest.Server {
-		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			select {
-			case hits <- name:
+			case hits <- name + " " + r.URL.Path:
 			default:
 			}
 			w.Write([]byte("m 1\n"))
@@ -169,12 +169,12 @@ func TestSchedulerFileSDTargets(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	dir := t.TempDir()
-	writeTargets := func(target string) {
+	writeTargets := func(target, path string) {
 		tmp := filepath.Join(dir, "t.tmp")
-		require.NoError(t, os.WriteFile(tmp, []byte(`[{"targets": ["`+target+`"], "labels": {"team": "x"}}]`), 0o600))
+		require.NoError(t, os.WriteFile(tmp, []byte(`[{"targets": ["`+target+`"], "labels": {"team": "x", "__metrics_path__": "`+path+`", "__meta_dc": "eu"}}]`), 0o600))
 		require.NoError(t, os.Rename(tmp, filepath.Join(dir, "targets.json")))
 	}
-	writeTargets(hostPort(t, a.URL))
+	writeTargets(hostPort(t, a.URL), "/metrics")
 
 	cfg := DefaultConfig()
 	cfg.Host.Enabled, cfg.Cgroup.Enabled = false, false
@@ -200,16 +200,18 @@ func TestSchedulerFileSDTargets(t *testing.T) {
 			}
 		}
 	}
-	wait("a")
-	wait("a") // a second request proves the first scrape was committed
-	writeTargets(hostPort(t, b.URL))
-	wait("b")
+	wait("a /metrics")
+	wait("a /metrics") // a second request proves the first scrape was committed
+	writeTargets(hostPort(t, b.URL), "/custom") // __metrics_path__ as in Prometheus
+	wait("b /custom")
 	// The old target's loop had finished (stale markers included) before
 	// the new one started.
 	ps := series(t, st, name("m"), labels.MustNewMatcher(labels.MatchEqual, "instance", hostPort(t, a.URL)))
 	require.Len(t, ps, 1)
 	for k, v := range ps {
 		require.Contains(t, k, `team="x"`)
+		require.NotContains(t, k, "__metrics_path__")
+		require.NotContains(t, k, "__meta_dc")
 		require.True(t, value.IsStaleNaN(v[len(v)-1].v))
 	}
 	cancel()
