@@ -201,7 +201,7 @@ func TestSchedulerFileSDTargets(t *testing.T) {
 		}
 	}
 	wait("a /metrics")
-	wait("a /metrics") // a second request proves the first scrape was committed
+	wait("a /metrics")                          // a second request proves the first scrape was committed
 	writeTargets(hostPort(t, b.URL), "/custom") // __metrics_path__ as in Prometheus
 	wait("b /custom")
 	// The old target's loop had finished (stale markers included) before
