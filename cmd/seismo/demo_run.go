@@ -81,6 +81,10 @@ notify:
     group_wait: 1s
     group_interval: 5s
     repeat_interval: 1h
+  drafts:
+    receivers: [demo]
+    # Recovered incidents wait this long in Monitoring before Resolved.
+    hold: {{ .Hold }}
   receivers:
     - name: demo
       webhook_configs:
@@ -93,7 +97,7 @@ notify:
 
 type demoConfigData struct {
 	DataDir, LogLevel, Service, Receiver, AlertsFile string
-	Interval, Timeout, ProbeTimeout                  time.Duration
+	Interval, Timeout, ProbeTimeout, Hold            time.Duration
 }
 
 // runDemo starts the demo service, a webhook receiver, the agent and the
@@ -185,6 +189,7 @@ func runDemo(ctx context.Context, cli *cliEnv, o demoRunOptions) (err error) {
 		// Shorter than the service's 1s request timeout, as a load
 		// balancer's health check would be.
 		ProbeTimeout: min(o.interval, 500*time.Millisecond),
+		Hold:         max(o.story.Recovery/2, o.interval),
 	}); err != nil {
 		return err
 	}

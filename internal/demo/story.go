@@ -162,8 +162,11 @@ type OutageResult struct {
 	Alert string
 	// AlsoFired lists the other alerts that started during the outage.
 	AlsoFired []string
-	// Resolved is set when the detecting alert resolved before the story
-	// ended; ResolvedAfter is measured from the fault's removal.
+	// RemovedAt is the fault's end, relative to the start of the story.
+	RemovedAt time.Duration
+	// Resolved is set when the detecting alert resolved after the fault was
+	// removed and before the story ended; ResolvedAfter is measured from
+	// the fault's removal.
 	Resolved      bool
 	ResolvedAfter time.Duration
 	// Drafts counts the status-update drafts received during the outage and
@@ -195,7 +198,7 @@ func RunStory(ctx context.Context, cfg StoryConfig) (*Summary, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &story{cfg: cfg, start: cfg.Now(), firing: map[string]string{}}
+	s := &story{cfg: cfg, start: cfg.Now(), firing: map[string]string{}, detecting: map[string]int{}}
 	if cfg.Status != nil && cfg.StatusEvery > 0 {
 		t := time.NewTicker(cfg.StatusEvery)
 		defer t.Stop()
@@ -219,11 +222,12 @@ type story struct {
 	// current is the outage being attributed (set from an outage phase to
 	// the end of its recovery), nil otherwise.
 	current *OutageResult
-	// removedAt is when the current outage's fault was removed.
-	removedAt time.Duration
 	// firing maps alert fingerprints to names of alerts now firing.
-	firing  map[string]string
-	results []OutageResult
+	firing map[string]string
+	// detecting maps the fingerprint of each outage's detecting alert to
+	// the outage's index in results.
+	detecting map[string]int
+	results   []OutageResult
 	falses  []FalseAlert
 }
 
@@ -255,8 +259,8 @@ func (s *story) runPhase(ctx context.Context, i int, p Phase) error {
 		if err := p.End(); err != nil {
 			return fmt.Errorf("phase %d %q: %w", i, p.Name, err)
 		}
-		if p.Kind == PhaseOutage {
-			s.removedAt = s.since()
+		if p.Kind == PhaseOutage && s.current != nil {
+			s.current.RemovedAt = s.since()
 			s.printf("fault removed\n")
 		}
 		return nil
@@ -300,8 +304,11 @@ func (s *story) handle(ev Event) {
 		}
 		delete(s.firing, a.Fingerprint)
 		s.printf("RESOLVED %s\n", name)
-		if c := s.current; c != nil && c.Detected && !c.Resolved && c.Alert == name && s.phase.Kind == PhaseRecovery {
-			c.Resolved, c.ResolvedAfter = true, s.since()-s.removedAt
+		if i, ok := s.detecting[a.Fingerprint]; ok {
+			delete(s.detecting, a.Fingerprint)
+			if c := &s.results[i]; c.RemovedAt > 0 {
+				c.Resolved, c.ResolvedAfter = true, s.since()-c.RemovedAt
+			}
 		}
 		return
 	}
@@ -315,10 +322,17 @@ func (s *story) handle(ev Event) {
 		s.falses = append(s.falses, FalseAlert{Name: name, At: s.since(), Phase: s.phase.Name})
 	case !c.Detected:
 		c.Detected, c.DetectedAfter, c.Alert = true, s.since()-c.InjectedAt, name
+		s.detecting[a.Fingerprint] = len(s.results) - 1
 	case slices.Contains(c.Expected, name) && !slices.Contains(c.Expected, c.Alert):
 		// An expected alert outranks an earlier generic one.
 		c.AlsoFired = append(c.AlsoFired, c.Alert)
 		c.DetectedAfter, c.Alert = s.since()-c.InjectedAt, name
+		for fp, i := range s.detecting {
+			if i == len(s.results)-1 {
+				delete(s.detecting, fp)
+			}
+		}
+		s.detecting[a.Fingerprint] = len(s.results) - 1
 	case name != c.Alert && !slices.Contains(c.AlsoFired, name):
 		c.AlsoFired = append(c.AlsoFired, name)
 	}

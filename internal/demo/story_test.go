@@ -59,9 +59,10 @@ func TestRunStory(t *testing.T) {
 		{27 * time.Second, alertEv("firing", "HighErrorRate", "f1")}, // repeat: ignored
 		{29 * time.Second, alertEv("firing", "ExpectedA", "f2")},     // expected outranks
 		{30 * time.Second, Event{Draft: &draft.Draft{Phase: draft.PhaseInvestigating, Component: "Shop", Impact: "degraded_performance", Title: "Slow checkout", Text: "We are investigating."}}},
-		{45 * time.Second, alertEv("resolved", "ExpectedA", "f2")}, // 5 s after the fix
-		{46 * time.Second, alertEv("resolved", "ExpectedA", "f2")}, // repeat: ignored
-		{85 * time.Second, alertEv("firing", "Other", "f3")},       // late, during recovery
+		{45 * time.Second, alertEv("resolved", "HighErrorRate", "f1")}, // not the detecting alert
+		{55 * time.Second, alertEv("resolved", "ExpectedA", "f2")},     // 15 s after the fix, in the next normal phase
+		{56 * time.Second, alertEv("resolved", "ExpectedA", "f2")},     // repeat: ignored
+		{85 * time.Second, alertEv("firing", "Other", "f3")},           // late, during recovery
 	}
 	synctest.Test(t, func(t *testing.T) {
 		events := make(chan Event)
@@ -88,7 +89,7 @@ func TestRunStory(t *testing.T) {
 		require.Equal(t, OutageResult{
 			Outage: "A", Expected: []string{"ExpectedA"}, InjectedAt: 20 * time.Second,
 			Detected: true, DetectedAfter: 9 * time.Second, Alert: "ExpectedA", AlsoFired: []string{"HighErrorRate"},
-			Resolved: true, ResolvedAfter: 5 * time.Second, Drafts: 1,
+			RemovedAt: 40 * time.Second, Resolved: true, ResolvedAfter: 15 * time.Second, Drafts: 1,
 		}, a)
 		require.True(t, b.Detected)
 		require.Equal(t, "Other", b.Alert)
@@ -101,7 +102,7 @@ func TestRunStory(t *testing.T) {
 			"== o1 (outage, 20s)", "FIRING  ExpectedA severity=page detector=decoupling score=0.90",
 			"latency up, cpu flat", "symptom   0.9s (expected 0.1s, band 0.05s–0.2s)", "breadth   45 of 50 client values affected (90%)",
 			"cause: workers starved", "DRAFT   investigating · Shop · degraded_performance", "We are investigating.",
-			"RESOLVED ExpectedA", "fault removed", "== summary", "9s (4.5 evals)", "Other (expected ExpectedB)",
+			"[    55s] RESOLVED ExpectedA", "fault removed", "== summary", "9s (4.5 evals)", "Other (expected ExpectedB)",
 			"false alerts during warm-up and normal phases: 1", "Flappy at +15s (quiet)", "wall time: 1m30s",
 		} {
 			require.Contains(t, text, want)
