@@ -228,7 +228,7 @@ type story struct {
 	// the outage's index in results.
 	detecting map[string]int
 	results   []OutageResult
-	falses  []FalseAlert
+	falses    []FalseAlert
 }
 
 func (s *story) since() time.Duration { return s.cfg.Now().Sub(s.start) }
