@@ -108,6 +108,15 @@ func finitePtr(v float64) *float64 {
 	return &v
 }
 
+// firedAt is when the current episode started firing; a pending alert that
+// fired before has none yet.
+func firedAt(a *alertState) time.Time {
+	if a.State == model.StateFiring || a.State == model.StateResolved {
+		return a.FiredAt
+	}
+	return time.Time{}
+}
+
 func (rs *ruleState) apiAlerts() []apiAlert {
 	out := make([]apiAlert, 0, len(rs.alerts))
 	for _, a := range rs.alerts {
@@ -116,7 +125,7 @@ func (rs *ruleState) apiAlerts() []apiAlert {
 			Annotations:     a.Annotations.Map(),
 			State:           a.State.String(),
 			ActiveAt:        timePtr(a.ActiveAt),
-			FiredAt:         timePtr(a.FiredAt),
+			FiredAt:         timePtr(firedAt(a)),
 			ResolvedAt:      timePtr(a.ResolvedAt),
 			KeepFiringSince: timePtr(a.KeepFiringSince),
 			Value:           strconv.FormatFloat(a.Value, 'e', -1, 64),

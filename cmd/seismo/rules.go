@@ -76,7 +76,7 @@ func wireRules(a *agent, cfg *config.Config, c *collected, notify rules.NotifyFu
 	m, err := rules.NewManager(rules.Options{
 		Source:      c.local,
 		Sources:     c.sources,
-		Notify:      notify,
+		Notify:      debugAlerts(a.logger, notify),
 		Record:      c.record,
 		DataDir:     cfg.DataDir,
 		ExternalURL: cfg.HTTP.ExternalURLOrDefault(),
@@ -105,8 +105,25 @@ func logAlerts(logger *slog.Logger) rules.NotifyFunc {
 	logger = logger.With("component", "rules")
 	return func(_ context.Context, alerts ...*model.Alert) {
 		for _, al := range alerts {
-			logger.Info("alert", "alertname", al.Name(), "state", al.State.String(), "labels", al.Labels.String(),
-				"value", al.Value, "flapping", al.Flapping, "starts_at", al.StartsAt)
+			logAlert(logger, slog.LevelInfo, "alert", al)
 		}
 	}
+}
+
+// debugAlerts logs each alert handed to next at debug level.
+func debugAlerts(logger *slog.Logger, next rules.NotifyFunc) rules.NotifyFunc {
+	logger = logger.With("component", "rules")
+	return func(ctx context.Context, alerts ...*model.Alert) {
+		if logger.Enabled(ctx, slog.LevelDebug) {
+			for _, al := range alerts {
+				logAlert(logger, slog.LevelDebug, "alert sent", al)
+			}
+		}
+		next(ctx, alerts...)
+	}
+}
+
+func logAlert(logger *slog.Logger, level slog.Level, msg string, al *model.Alert) {
+	logger.Log(context.Background(), level, msg, "alertname", al.Name(), "state", al.State.String(),
+		"labels", al.Labels.String(), "value", al.Value, "flapping", al.Flapping, "starts_at", al.StartsAt)
 }

@@ -10,7 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-const rulesE2EConfig = e2eConfig + `rules:
+const rulesE2EConfig = `data_dir: state
+http:
+  listen_address: 127.0.0.1:0
+log:
+  format: json
+  level: debug
+rules:
   files: [always.yml]
   evaluation_interval: 1s
   resend_delay: 3s
@@ -18,11 +24,11 @@ const rulesE2EConfig = e2eConfig + `rules:
   builtin: {enabled: false}
 `
 
-// waitAlert reads log lines until the logged notification of alertname.
+// waitAlert reads log lines until alertname is handed to the notifier.
 func (p *proc) waitAlert(t *testing.T, alertname string) map[string]any {
 	t.Helper()
 	for {
-		m := p.waitLog(t, "alert")
+		m := p.waitLog(t, "alert sent")
 		if m["alertname"] == alertname {
 			return m
 		}
