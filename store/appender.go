@@ -35,6 +35,9 @@ func (s *Store) Appender() *Appender { return &Appender{s: s} }
 // the store is full; the sample is then counted as rejected.
 func (a *Appender) Append(ref SeriesRef, lset labels.Labels, t int64, v float64) (SeriesRef, error) {
 	ms := ref.s
+	if ms != nil && ms.deleted.Load() {
+		ms = nil // truncated away: resolve the labels again
+	}
 	if ms == nil {
 		if lset.IsEmpty() {
 			return SeriesRef{}, ErrEmptyLabels

@@ -179,11 +179,11 @@ func (s *Store) Truncate(mint int64) {
 	for _, ms := range empty {
 		ms.mu.Lock()
 		// A sample may have arrived between the two locks.
-		if ms.lastT >= mint || ms.deleted {
+		if ms.lastT >= mint || ms.deleted.Load() {
 			ms.mu.Unlock()
 			continue
 		}
-		ms.deleted = true
+		ms.deleted.Store(true)
 		ms.mu.Unlock()
 		s.byHash[ms.hash] = removeSeries(s.byHash[ms.hash], ms)
 		if len(s.byHash[ms.hash]) == 0 {
@@ -268,7 +268,9 @@ type memSeries struct {
 	headMin int64
 	lastT   int64
 	lastV   float64
-	deleted bool
+	// deleted is set (under mu) when Truncate removes the series; Append
+	// reads it without the lock to drop a stale cached ref.
+	deleted atomic.Bool
 }
 
 type closedChunk struct {
@@ -276,18 +278,14 @@ type closedChunk struct {
 	data       []byte // immutable once closed
 }
 
-func (ms *memSeries) isDeleted() bool {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	return ms.deleted
-}
+func (ms *memSeries) isDeleted() bool { return ms.deleted.Load() }
 
 // appendSample adds one sample; reason is non-empty when it is rejected.
-// It returns errDeleted when the series was removed meanwhile.
+// deleted reports that the series was removed meanwhile.
 func (ms *memSeries) appendSample(t int64, v float64, chunkBytes *atomic.Int64) (reason string, deleted bool) {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
-	if ms.deleted {
+	if ms.deleted.Load() {
 		return "", true
 	}
 	switch {

@@ -274,9 +274,11 @@ func TestTruncate(t *testing.T) {
 	require.Greater(t, samples[0].t, int64(500*1000-120*1000))
 	require.Equal(t, int64(999*1000), samples[len(samples)-1].t)
 
-	// A stale handle to a removed series re-creates it on commit.
-	_, err = app.Append(ref, old, 900*1000, 2)
+	// A stale handle to a removed series re-creates it, and the returned
+	// handle is the new series.
+	ref2, err := app.Append(ref, old, 900*1000, 2)
 	require.NoError(t, err)
+	require.NotEqual(t, ref, ref2)
 	require.Equal(t, 1, app.Commit())
 	got = readAll(t, s, 0, math.MaxInt64, labels.MustNewMatcher(labels.MatchEqual, "__name__", "old"))
 	requireSamples(t, []sample{{900 * 1000, 2}}, got[old.String()])
