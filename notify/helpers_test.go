@@ -101,7 +101,7 @@ type dispatcherOpts struct {
 	set      *metrics.Set
 }
 
-func newDispatcher(t *testing.T, o dispatcherOpts, recv notify.Notifier) *notify.Dispatcher {
+func newDispatcher(t testing.TB, o dispatcherOpts, recv notify.Notifier) *notify.Dispatcher {
 	t.Helper()
 	if o.dir == "" {
 		o.dir = t.TempDir()
@@ -154,7 +154,7 @@ func fmtOffset(d time.Duration) string {
 	return fmt.Sprintf("%02d:%02d:%02d", int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60)
 }
 
-func mustTemplates(t *testing.T) *template.Template {
+func mustTemplates(t testing.TB) *template.Template {
 	t.Helper()
 	tm, err := templates.Load(nil)
 	require.NoError(t, err)

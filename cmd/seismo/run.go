@@ -171,9 +171,14 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 	if err != nil {
 		return err
 	}
-	if _, err := wireRules(a, cfg, c, logAlerts(a.logger)); err != nil {
+	notifyFn, notifySvc, err := wireNotify(a, cfg)
+	if err != nil {
 		return err
 	}
+	if _, err := wireRules(a, cfg, c, notifyFn); err != nil {
+		return err
+	}
+	a.addService(notifySvc)
 	return nil
 }
 

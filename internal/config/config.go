@@ -37,6 +37,7 @@ import (
 	"github.com/seismo-agent/seismo/collectors"
 	"github.com/seismo-agent/seismo/datasource"
 	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/notify/setup"
 	"github.com/seismo-agent/seismo/rules"
 	"github.com/seismo-agent/seismo/store"
 )
@@ -65,6 +66,9 @@ type Config struct {
 	Collectors  collectors.Config `koanf:"collectors"`
 	Storage     store.Config      `koanf:"storage"`
 	Datasources datasource.Config `koanf:"datasources"`
+	// Notify routes alerts to receivers (Slack, webhook, Alertmanager,
+	// file) and writes status-update drafts; see docs/notify.md.
+	Notify setup.Config `koanf:"notify"`
 
 	// File is the path of the config file this was loaded from, empty for
 	// the embedded default. Set by Load, never decoded.
@@ -106,6 +110,7 @@ func Default() Config {
 		Collectors:  collectors.DefaultConfig(),
 		Storage:     store.DefaultConfig(),
 		Datasources: datasource.DefaultConfig(),
+		Notify:      setup.DefaultConfig(),
 	}
 }
 
