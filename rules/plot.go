@@ -38,13 +38,24 @@ func WriteSVG(w io.Writer, res *ReplayResult) error {
 	if len(traces) == 0 {
 		b.WriteString(`<text x="10" y="30">no alerts in this replay</text>` + "\n")
 	}
+	// One time axis for every panel, so spans line up across series.
+	var t0, t1 time.Time
+	for _, tr := range traces {
+		if n := len(tr.Points); n > 0 {
+			if t0.IsZero() || tr.Points[0].T.Before(t0) {
+				t0 = tr.Points[0].T
+			}
+			if tr.Points[n-1].T.After(t1) {
+				t1 = tr.Points[n-1].T
+			}
+		}
+	}
 	for i, tr := range traces {
 		y0 := float64(i) * panelH
 		pts := tr.Points
 		if len(pts) == 0 {
 			continue
 		}
-		t0, t1 := pts[0].T, pts[len(pts)-1].T
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, p := range pts {
 			for _, v := range []float64{p.Value, p.Lower, p.Upper} {
