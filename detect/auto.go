@@ -54,6 +54,10 @@ type AutoConfig struct {
 	// DayHalfLife is, per time-of-day slice, how many visits it takes to
 	// half forget.
 	DayHalfLife float64 `yaml:"day_half_life"`
+	// DayShortHalfLife is the likelihood's short window for time-of-day
+	// surprise: longer than ShortHalfLife because a changed daily shape
+	// shows over many samples, not in one.
+	DayShortHalfLife float64 `yaml:"day_short_half_life"`
 }
 
 // DefaultAutoConfig returns the defaults, chosen by measurement on NAB (see
@@ -72,6 +76,7 @@ func DefaultAutoConfig() AutoConfig {
 		DayBuckets:       24,
 		MinDayVisits:     3,
 		DayHalfLife:      10,
+		DayShortHalfLife: 5,
 	}
 }
 
@@ -107,6 +112,7 @@ func (c *AutoConfig) Validate() error {
 			errs.Addf("min_day_visits", "must be at least 2, got %d", c.MinDayVisits)
 		}
 		checkHalfLife(&errs, "day_half_life", c.DayHalfLife)
+		checkHalfLife(&errs, "day_short_half_life", c.DayShortHalfLife)
 	}
 	return errs.Err()
 }
@@ -128,6 +134,7 @@ func (c *AutoConfig) fields() []configField {
 		{"surprise_cap", c.SurpriseCap}, {"short_half_life", c.ShortHalfLife}, {"long_half_life", c.LongHalfLife},
 		{"extreme_tolerance", c.ExtremeTolerance}, {"extreme_after", float64(c.ExtremeAfter)}, {"quiet", float64(c.Quiet)},
 		{"day_buckets", float64(c.DayBuckets)}, {"min_day_visits", float64(c.MinDayVisits)}, {"day_half_life", c.DayHalfLife},
+		{"day_short_half_life", c.DayShortHalfLife},
 	}
 }
 
@@ -172,7 +179,7 @@ func NewAuto(c AutoConfig) *Auto {
 	}
 	if c.DayBuckets > 0 {
 		a.day = NewSeasonal(dayMs, c.DayBuckets, AlphaForHalfLife(c.DayHalfLife))
-		a.dayLik = NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05)
+		a.dayLik = NewLikelihood(c.DayShortHalfLife, c.LongHalfLife, 0.05)
 	}
 	return a
 }
