@@ -14,9 +14,9 @@ import (
 
 // wireNotify builds the notification dispatcher from cfg.Notify, mounts the
 // silences and drafts APIs and registers its part of reload. It returns the
-// function the rules engine hands alerts to (each alert is also logged, as
-// an audit trail) and the service to add after the rules engine, so that on
-// shutdown rules stop first and notify can still queue what they sent.
+// function the rules engine hands alerts to and the service to add after
+// the rules engine, so that on shutdown rules stop first and notify can
+// still queue what they sent.
 func wireNotify(a *agent, cfg *config.Config) (rules.NotifyFunc, service, error) {
 	d, err := notify.New(notify.Options{
 		Logger:  a.logger,
@@ -52,11 +52,7 @@ func wireNotify(a *agent, cfg *config.Config) (rules.NotifyFunc, service, error)
 	a.web.Handle("GET /api/v1/drafts", d.DraftsHandler())
 	a.web.Handle("GET /api/v1/drafts/{id}", d.DraftsHandler())
 
-	logged := logAlerts(a.logger)
-	fn := func(ctx context.Context, alerts ...*model.Alert) {
-		logged(ctx, alerts...)
-		d.Notify(ctx, alerts...)
-	}
+	fn := func(ctx context.Context, alerts ...*model.Alert) { d.Notify(ctx, alerts...) }
 	svc := service{name: "notify", run: func(ctx context.Context) error {
 		defer d.Close()
 		return d.Run(ctx)
