@@ -75,7 +75,7 @@ func DefaultAutoConfig() AutoConfig {
 		Quiet:            200,
 		DayBuckets:       24,
 		MinDayVisits:     3,
-		DayHalfLife:      10,
+		DayHalfLife:      20,
 		DayShortHalfLife: 5,
 	}
 }
