@@ -394,7 +394,7 @@ func (d *Dispatcher) flush(ag *aggrGroup) {
 	var entries []*entry
 	nfUpdates := map[string]nflogEntry{}
 	group := Group{Key: ag.key, Receiver: ag.route.Receiver, Labels: ag.labels}
-	firing, resolved := splitFingerprints(alerts)
+	firing, resolved, flapping := splitFingerprints(alerts)
 	for _, in := range cfg.Receivers[ag.route.Receiver] {
 		nfKey := in.id + "|" + ag.key
 		d.mu.Lock()
@@ -404,10 +404,10 @@ func (d *Dispatcher) flush(ag *aggrGroup) {
 		if ok {
 			prevp = &prev
 		}
-		if !needsUpdate(prevp, firing, resolved, in.SendResolved, repeat, now) {
+		if !needsUpdate(prevp, firing, resolved, flapping, in.SendResolved, repeat, now) {
 			continue
 		}
-		nfUpdates[nfKey] = nflogEntry{Firing: firing, Resolved: resolved, At: now}
+		nfUpdates[nfKey] = nflogEntry{Firing: firing, Resolved: resolved, Flapping: flapping, At: now}
 		send := alerts
 		if !in.SendResolved {
 			send = slices.DeleteFunc(slices.Clone(alerts), (*model.Alert).Resolved)
@@ -616,7 +616,18 @@ func newAggrGroup(r *Route, key string, labels map[string]string) *aggrGroup {
 func (ag *aggrGroup) insert(a *model.Alert, now time.Time) {
 	ag.mu.Lock()
 	defer ag.mu.Unlock()
-	ag.alerts[a.Fingerprint()] = a
+	fp := a.Fingerprint()
+	// A flapping alert stays firing here: its resolves are held back until
+	// the rules engine says it stopped flapping, so a flapping alert makes
+	// one notice (see needsUpdate) instead of one per change.
+	if a.Flapping && a.Resolved() {
+		if cur, ok := ag.alerts[fp]; ok && !cur.Resolved() {
+			c := *cur
+			c.Flapping, c.Value = true, a.Value
+			a = &c
+		}
+	}
+	ag.alerts[fp] = a
 	// As in Alertmanager: an alert that is older than group_wait is sent
 	// without waiting for the timer.
 	if !ag.flushed && !a.StartsAt.Add(ag.route.GroupWait).After(now) {

@@ -9,6 +9,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/stretchr/testify/require"
 
+	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/notify"
 )
 
@@ -364,4 +365,37 @@ func TestRouteValidate(t *testing.T) {
 	} {
 		require.Contains(t, err.Error(), want)
 	}
+}
+
+// TestFlapping: an alert that starts flapping is notified once; its resolves
+// while flapping are held back; the resolve after it settles is sent.
+func TestFlapping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fake{start: time.Now()}
+		d := newDispatcher(t, dispatcherOpts{}, f)
+		defer d.Close()
+		stop := run(t, d)
+		a := firing("Latency", "a", time.Now())
+		d.Notify(t.Context(), a)
+		time.Sleep(6 * time.Minute)
+		for i := range 6 { // flapping: firing, resolved, firing, ...
+			c := *a
+			c.Flapping = true
+			if i%2 == 1 {
+				c.State, c.EndsAt = model.StateResolved, time.Now()
+			}
+			d.Notify(t.Context(), &c)
+			time.Sleep(2 * time.Minute)
+		}
+		time.Sleep(30 * time.Minute)
+		d.Notify(t.Context(), resolved(a, time.Now()))
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		stop()
+		require.Equal(t, []string{
+			`00:00:30 {alertname="Latency"}: a=firing`,
+			`00:10:30 {alertname="Latency"}: a=firing`, // the flapping notice
+			`00:50:30 {alertname="Latency"}: a=resolved`,
+		}, f.lines())
+	})
 }

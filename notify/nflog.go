@@ -17,21 +17,27 @@ import (
 type nflogEntry struct {
 	Firing   []uint64  `json:"firing"`
 	Resolved []uint64  `json:"resolved"`
+	Flapping []uint64  `json:"flapping,omitempty"`
 	At       time.Time `json:"at"`
 }
 
-func splitFingerprints(alerts []*model.Alert) (firing, resolved []uint64) {
+func splitFingerprints(alerts []*model.Alert) (firing, resolved, flapping []uint64) {
 	firing, resolved = []uint64{}, []uint64{}
 	for _, a := range alerts {
-		if a.Resolved() {
+		switch {
+		case a.Resolved():
 			resolved = append(resolved, a.Fingerprint())
-		} else {
+		case a.Flapping:
+			flapping = append(flapping, a.Fingerprint())
+			fallthrough
+		default:
 			firing = append(firing, a.Fingerprint())
 		}
 	}
 	slices.Sort(firing)
 	slices.Sort(resolved)
-	return firing, resolved
+	slices.Sort(flapping)
+	return firing, resolved, flapping
 }
 
 func subset(sub, set []uint64) bool {
@@ -46,12 +52,13 @@ func subset(sub, set []uint64) bool {
 // needsUpdate is Alertmanager's de-duplication rule: notify when a firing
 // alert is new to the receiver, when everything resolved after a firing
 // notification, when (with send_resolved) a resolved alert is new, or when
-// repeat_interval has passed since the last notification.
-func needsUpdate(prev *nflogEntry, firing, resolved []uint64, sendResolved bool, repeat time.Duration, now time.Time) bool {
+// repeat_interval has passed since the last notification. seismo adds one
+// rule: an alert that starts flapping is notified once.
+func needsUpdate(prev *nflogEntry, firing, resolved, flapping []uint64, sendResolved bool, repeat time.Duration, now time.Time) bool {
 	switch {
 	case prev == nil:
 		return len(firing) > 0
-	case !subset(firing, prev.Firing):
+	case !subset(firing, prev.Firing), !subset(flapping, prev.Flapping):
 		return true
 	case len(firing) == 0:
 		return len(prev.Firing) > 0
