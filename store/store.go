@@ -55,6 +55,11 @@ type Options struct {
 	// TruncateInterval is how often Run drops data past retention; zero
 	// means one minute.
 	TruncateInterval time.Duration
+	// SnapshotFile, when set, keeps history across restarts: New loads it
+	// (a missing or damaged file means an empty store, logged), Run writes
+	// it every SnapshotInterval (zero: 15 minutes) and when it ends.
+	SnapshotFile     string
+	SnapshotInterval time.Duration
 }
 
 // Store holds series in memory. All methods are safe for concurrent use.
@@ -62,6 +67,8 @@ type Store struct {
 	logger           *slog.Logger
 	now              func() time.Time
 	truncateInterval time.Duration
+	snapshotFile     string
+	snapshotInterval time.Duration
 
 	retention atomic.Int64 // milliseconds
 	maxSeries atomic.Int64
@@ -94,6 +101,8 @@ func New(opts Options) (*Store, error) {
 		logger:           opts.Logger,
 		now:              opts.Now,
 		truncateInterval: opts.TruncateInterval,
+		snapshotFile:     opts.SnapshotFile,
+		snapshotInterval: opts.SnapshotInterval,
 		byHash:           map[uint64][]*memSeries{},
 		byName:           map[string][]*memSeries{},
 	}
@@ -106,6 +115,9 @@ func New(opts Options) (*Store, error) {
 	}
 	if s.truncateInterval <= 0 {
 		s.truncateInterval = time.Minute
+	}
+	if s.snapshotInterval <= 0 {
+		s.snapshotInterval = 15 * time.Minute
 	}
 	s.ApplyConfig(opts.Config)
 	set := opts.Metrics
@@ -121,7 +133,25 @@ func New(opts Options) (*Store, error) {
 	set.GetOrCreateGauge("seismo_store_series", func() float64 { return float64(s.NumSeries()) })
 	set.GetOrCreateGauge("seismo_store_chunk_bytes", func() float64 { return float64(s.m.chunkBytes.Load()) })
 	set.GetOrCreateGauge("seismo_store_max_series", func() float64 { return float64(s.maxSeries.Load()) })
+	if s.snapshotFile != "" {
+		if err := s.LoadSnapshot(s.snapshotFile); err != nil {
+			s.logger.Warn("starting with an empty store", "file", s.snapshotFile, "err", err)
+			s.reset()
+		}
+		s.Truncate(s.now().UnixMilli() - s.retention.Load())
+		if n := s.NumSeries(); n > 0 {
+			s.logger.Info("store restored from snapshot", "file", s.snapshotFile, "series", n)
+		}
+	}
 	return s, nil
+}
+
+// reset empties the store (after a snapshot failed half-way).
+func (s *Store) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.byHash, s.byName, s.count = map[uint64][]*memSeries{}, map[string][]*memSeries{}, 0
+	s.m.chunkBytes.Store(0)
 }
 
 // ApplyConfig changes retention and the series limit. Stored data is kept;
@@ -136,17 +166,38 @@ func (s *Store) ApplyConfig(cfg Config) error {
 	return nil
 }
 
-// Run truncates data past retention every TruncateInterval until ctx ends.
+// Run truncates data past retention every TruncateInterval and, with a
+// SnapshotFile, writes the snapshot every SnapshotInterval and once more
+// when ctx ends (callers stop the collectors first, so their staleness
+// markers are in it).
 func (s *Store) Run(ctx context.Context) error {
 	t := time.NewTicker(s.truncateInterval)
 	defer t.Stop()
+	var snap <-chan time.Time
+	if s.snapshotFile != "" {
+		st := time.NewTicker(s.snapshotInterval)
+		defer st.Stop()
+		snap = st.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
+			s.snapshot()
 			return nil
 		case <-t.C:
 			s.Truncate(s.now().UnixMilli() - s.retention.Load())
+		case <-snap:
+			s.snapshot()
 		}
+	}
+}
+
+func (s *Store) snapshot() {
+	if s.snapshotFile == "" {
+		return
+	}
+	if err := s.WriteSnapshot(s.snapshotFile); err != nil {
+		s.logger.Warn("store snapshot failed", "err", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"time"
 
@@ -30,7 +31,12 @@ type collected struct {
 // reload, and the read API (/api/v1/query, query_range, labels,
 // label/{name}/values, series).
 func wireCollect(a *agent, cfg *config.Config) (*collected, error) {
-	st, err := store.New(store.Options{Config: cfg.Storage, Logger: a.logger, Metrics: a.metricsSet()})
+	st, err := store.New(store.Options{
+		Config:       cfg.Storage,
+		Logger:       a.logger,
+		Metrics:      a.metricsSet(),
+		SnapshotFile: filepath.Join(cfg.DataDir, "store.snapshot"),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
@@ -51,8 +57,10 @@ func wireCollect(a *agent, cfg *config.Config) (*collected, error) {
 		c.sources[rc.Name] = r
 	}
 
-	a.addService(service{name: "store", run: st.Run})
+	// Services stop in the order added: the collectors first, so their
+	// staleness markers are in the store's snapshot at exit.
 	a.addService(service{name: "collectors", run: sched.Run})
+	a.addService(service{name: "store", run: st.Run})
 	a.addReloader(reloader{name: "collectors", prepare: func(_ context.Context, next *config.Config) (func(), error) {
 		if err := next.Storage.Validate(); err != nil {
 			return nil, fmt.Errorf("storage: %w", err)
