@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -103,4 +105,38 @@ func BenchmarkInstantQuery(b *testing.B) {
 		}
 		q.Close()
 	}
+}
+
+// BenchmarkSnapshot writes and loads a snapshot of 10k series holding an
+// hour at 15s.
+func BenchmarkSnapshot(b *testing.B) {
+	const series, samples = 10_000, 240
+	lsets := benchLabels(series)
+	s, _ := newStore(b, Config{Retention: time.Hour, MaxSeries: 1 << 20})
+	app := s.Appender()
+	refs := make([]SeriesRef, series)
+	for k := range samples {
+		for i := range lsets {
+			refs[i], _ = app.Append(refs[i], lsets[i], int64(k)*15_000, float64(k*(i%7+1)))
+		}
+		app.Commit()
+	}
+	file := filepath.Join(b.TempDir(), "store.snapshot")
+	b.Run("write", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.WriteSnapshot(file); err != nil {
+				b.Fatal(err)
+			}
+		}
+		fi, _ := os.Stat(file)
+		b.ReportMetric(float64(fi.Size())/(1<<20), "MiB")
+	})
+	b.Run("load", func(b *testing.B) {
+		for b.Loop() {
+			d, _ := newStore(b, Config{Retention: time.Hour, MaxSeries: 1 << 20})
+			if err := d.LoadSnapshot(file); err != nil || d.NumSeries() != series {
+				b.Fatal(err)
+			}
+		}
+	})
 }
