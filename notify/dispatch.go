@@ -90,6 +90,9 @@ type Dispatcher struct {
 	wg        sync.WaitGroup
 	workers   map[string]chan struct{}
 	closed    bool
+	// incidentWake is signalled when an incident may have a new resolve
+	// deadline.
+	incidentWake chan struct{}
 	draftMu   sync.Mutex
 	incidents map[string]*draft.Incident // by group key
 	history   []*draft.Incident          // newest last, bounded
@@ -122,6 +125,7 @@ func New(opts Options) (*Dispatcher, error) {
 		now: opts.Now, rand: opts.Rand, dataDir: opts.DataDir, db: db,
 		groups: map[string]*aggrGroup{}, nflog: map[string]nflogEntry{},
 		workers: map[string]chan struct{}{}, incidents: map[string]*draft.Incident{},
+		incidentWake: make(chan struct{}, 1),
 	}
 	if d.ob, err = openOutbox(db); err != nil {
 		_ = db.Close()
@@ -254,6 +258,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		d.startGroupLocked(ag)
 	}
 	d.startWorkersLocked()
+	d.wg.Add(1)
+	go d.runIncidents(ctx)
 	d.mu.Unlock()
 
 	<-ctx.Done()
@@ -332,22 +338,7 @@ func (d *Dispatcher) runGroup(ctx context.Context, ag *aggrGroup) {
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	var hold *time.Timer
-	defer func() {
-		if hold != nil {
-			hold.Stop()
-		}
-	}()
 	for {
-		var holdC <-chan time.Time
-		if dl := d.resolveDeadline(d.config(), ag.key); !dl.IsZero() {
-			if hold == nil {
-				hold = time.NewTimer(dl.Sub(d.now()))
-			} else {
-				hold.Reset(dl.Sub(d.now()))
-			}
-			holdC = hold.C
-		}
 		select {
 		case <-ctx.Done():
 			return
@@ -359,8 +350,6 @@ func (d *Dispatcher) runGroup(ctx context.Context, ag *aggrGroup) {
 		case <-timer.C:
 			d.flush(ag)
 			timer.Reset(ag.route.GroupInterval)
-		case <-holdC:
-			d.tickIncident(ag)
 		}
 		if d.retireGroup(ag) {
 			return
@@ -368,12 +357,11 @@ func (d *Dispatcher) runGroup(ctx context.Context, ag *aggrGroup) {
 	}
 }
 
-// retireGroup removes a group with no alerts and no incident awaiting its
-// resolve.
+// retireGroup removes a group with no alerts.
 func (d *Dispatcher) retireGroup(ag *aggrGroup) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if !ag.empty() || !d.resolveDeadline(d.cfg, ag.key).IsZero() {
+	if !ag.empty() {
 		return false
 	}
 	if d.groups[ag.key] == ag {

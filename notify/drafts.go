@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -41,6 +42,9 @@ func (d *Dispatcher) observeIncident(cfg *Config, ag *aggrGroup, g Group, alerts
 		d.saveIncident(inc, nil)
 		return nil
 	}
+	if inc.Phase == draft.PhaseMonitoring {
+		d.wakeIncidents()
+	}
 	return d.renderDraft(cfg, inc, g, now)
 }
 
@@ -63,33 +67,65 @@ func (d *Dispatcher) renderDraft(cfg *Config, inc *draft.Incident, g Group, now 
 	return out
 }
 
-func (d *Dispatcher) tickIncident(ag *aggrGroup) {
-	cfg := d.config()
-	now := d.now()
-	d.draftMu.Lock()
-	inc, ok := d.incidents[ag.key]
-	if !ok || !inc.Tick(now, cfg.DraftHold) || cfg.Drafts == nil {
-		d.draftMu.Unlock()
-		return
+// runIncidents resolves recovered incidents once they have held for the
+// hold period. It is one loop for all incidents, so that an incident
+// restored from disk resolves even if its group never sees another alert.
+func (d *Dispatcher) runIncidents(ctx context.Context) {
+	defer d.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		next := d.tickIncidents()
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		var c <-chan time.Time
+		if !next.IsZero() {
+			timer.Reset(next.Sub(d.now()))
+			c = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.incidentWake:
+		case <-c:
+		}
 	}
-	delete(d.incidents, ag.key)
-	entries := d.renderDraft(cfg, inc, Group{Key: ag.key, Receiver: ag.route.Receiver, Labels: ag.labels}, now)
-	d.draftMu.Unlock()
-	d.enqueue(cfg, entries, nil)
 }
 
-// resolveDeadline is when the group's recovered incident resolves, or zero.
-// It does not take d.mu.
-func (d *Dispatcher) resolveDeadline(cfg *Config, key string) time.Time {
+// tickIncidents resolves due incidents and returns the next deadline.
+func (d *Dispatcher) tickIncidents() time.Time {
+	cfg := d.config()
 	if cfg == nil || cfg.Drafts == nil {
 		return time.Time{}
 	}
+	now := d.now()
+	var next time.Time
+	var entries []*entry
 	d.draftMu.Lock()
-	defer d.draftMu.Unlock()
-	if inc, ok := d.incidents[key]; ok {
-		return inc.ResolveDeadline(cfg.DraftHold)
+	for key, inc := range d.incidents {
+		if inc.Tick(now, cfg.DraftHold) {
+			delete(d.incidents, key)
+			entries = append(entries, d.renderDraft(cfg, inc, Group{Key: key, Labels: inc.GroupLabels}, now)...)
+			continue
+		}
+		if dl := inc.ResolveDeadline(cfg.DraftHold); !dl.IsZero() && (next.IsZero() || dl.Before(next)) {
+			next = dl
+		}
 	}
-	return time.Time{}
+	d.draftMu.Unlock()
+	d.enqueue(cfg, entries, nil)
+	return next
+}
+
+func (d *Dispatcher) wakeIncidents() {
+	select {
+	case d.incidentWake <- struct{}{}:
+	default:
+	}
 }
 
 // saveIncident writes incident.json and the new draft under

@@ -73,3 +73,34 @@ func TestDraftLifecycle(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, rec.Code)
 	})
 }
+
+// TestDraftResolvesAfterRestart: an incident that recovered before a restart
+// still gets its Resolved draft afterwards, without any new alert.
+func TestDraftResolvesAfterRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		f := &fake{}
+		d := newDispatcher(t, dispatcherOpts{dir: dir, drafts: true}, f)
+		stop := run(t, d)
+		a := firing("Latency", "a", time.Now())
+		d.Notify(t.Context(), a)
+		time.Sleep(time.Minute)
+		d.Notify(t.Context(), resolved(a, time.Now()))
+		time.Sleep(5 * time.Minute) // recovered, holding
+		synctest.Wait()
+		stop()
+		require.NoError(t, d.Close())
+		require.Len(t, f.drafts, 2)
+
+		f2 := &fake{}
+		d2 := newDispatcher(t, dispatcherOpts{dir: dir, drafts: true}, f2)
+		defer d2.Close()
+		stop2 := run(t, d2)
+		time.Sleep(30 * time.Minute)
+		synctest.Wait()
+		stop2()
+		require.Len(t, f2.drafts, 1)
+		require.Equal(t, draft.PhaseResolved, f2.drafts[0].Phase)
+		require.Equal(t, 3, f2.drafts[0].Seq)
+	})
+}
