@@ -82,20 +82,20 @@ type Dispatcher struct {
 	ob  *outbox
 	sil *silences
 
-	mu        sync.Mutex
-	cfg       *Config
-	groups    map[string]*aggrGroup
-	nflog     map[string]nflogEntry
-	runCtx    context.Context
-	wg        sync.WaitGroup
-	workers   map[string]chan struct{}
-	closed    bool
+	mu      sync.Mutex
+	cfg     *Config
+	groups  map[string]*aggrGroup
+	nflog   map[string]nflogEntry
+	runCtx  context.Context
+	wg      sync.WaitGroup
+	workers map[string]chan struct{}
+	closed  bool
 	// incidentWake is signalled when an incident may have a new resolve
 	// deadline.
 	incidentWake chan struct{}
-	draftMu   sync.Mutex
-	incidents map[string]*draft.Incident // by group key
-	history   []*draft.Incident          // newest last, bounded
+	draftMu      sync.Mutex
+	incidents    map[string]*draft.Incident // by group key
+	history      []*draft.Incident          // newest last, bounded
 }
 
 // New opens the state in opts.DataDir (creating it) and returns a dispatcher
