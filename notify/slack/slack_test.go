@@ -2,6 +2,7 @@ package slack_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
@@ -273,4 +275,28 @@ func TestBrokenTemplateFailsAtNew(t *testing.T) {
 	_, err = slack.New(cfg, tm, nil, "")
 	require.Error(t, err)
 	require.True(t, strings.Contains(err.Error(), "render slack alert"), err.Error())
+}
+
+// TestSizeLimits: long texts are cut to Slack's limits (header 150, section
+// 3000 characters).
+func TestSizeLimits(t *testing.T) {
+	srv, got := hookServer(t, http.StatusOK, "", "ok")
+	a := notifytest.Firing()
+	a.Labels = labels.NewBuilder(a.Labels).Set("alertname", strings.Repeat("Long", 60)).Labels()
+	a.Annotations = map[string]string{"summary": strings.Repeat("é", 5000)}
+	_, err := newWebhookNotifier(t, srv.URL).Notify(groupCtx(), a)
+	require.NoError(t, err)
+	var msg struct {
+		Blocks []struct {
+			Type string `json:"type"`
+			Text struct {
+				Text string `json:"text"`
+			} `json:"text"`
+		} `json:"blocks"`
+	}
+	require.NoError(t, json.Unmarshal(<-got, &msg))
+	require.Equal(t, "header", msg.Blocks[0].Type)
+	require.Equal(t, 150, utf8.RuneCountInString(msg.Blocks[0].Text.Text))
+	require.Equal(t, 3000, utf8.RuneCountInString(msg.Blocks[1].Text.Text))
+	require.True(t, strings.HasSuffix(msg.Blocks[1].Text.Text, "…"))
 }
