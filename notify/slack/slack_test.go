@@ -282,7 +282,7 @@ func TestBrokenTemplateFailsAtNew(t *testing.T) {
 func TestSizeLimits(t *testing.T) {
 	srv, got := hookServer(t, http.StatusOK, "", "ok")
 	a := notifytest.Firing()
-	a.Labels = labels.NewBuilder(a.Labels).Set("alertname", strings.Repeat("Long", 60)).Labels()
+	a.Labels = labels.NewBuilder(a.Labels).Set("service", strings.Repeat("Long", 60)).Labels()
 	a.Annotations = map[string]string{"summary": strings.Repeat("é", 5000)}
 	_, err := newWebhookNotifier(t, srv.URL).Notify(groupCtx(), a)
 	require.NoError(t, err)
