@@ -84,6 +84,9 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 			}
 			a.transition(ts, lc)
 		}
+	case a.State == model.StateFiring && c.warming && c.known:
+		// A detector that cannot judge yet (rebuilt after a config change,
+		// or cold after a lost snapshot) is no evidence of recovery: hold.
 	case a.State == model.StateFiring:
 		if r.KeepFiringFor > 0 {
 			if a.KeepFiringSince.IsZero() {

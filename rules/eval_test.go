@@ -453,3 +453,31 @@ type rangeSource struct {
 func (r *rangeSource) Range(_ context.Context, q string, start, end time.Time, step time.Duration) (promql.Matrix, error) {
 	return r.rangeFn(q, start, end, step)
 }
+
+// TestFiringHeldWhileDetectorRewarms changes a firing anomaly rule's
+// detector config: the new detector warms up, and the alert stays firing
+// instead of resolving on no evidence.
+func TestFiringHeldWhileDetectorRewarms(t *testing.T) {
+	lset := labels.FromStrings("__name__", "x")
+	src := vecSource(lset, func(string, time.Time) (float64, bool) { return 9, true })
+	rec := &recorder{}
+	dir := t.TempDir()
+	m, err := NewManager(Options{Source: src, Notify: rec.notify, OnTransition: rec.onTransition, Lookup: fakeLookup, Kinds: fakeKindNames})
+	require.NoError(t, err)
+	f := writeRules(t, dir, "r.yml", "groups: [{name: g, rules: [{anomaly: A, expr: x, detector: {type: fake, threshold: 5}}]}]")
+	cfg := testConfig(f)
+	require.NoError(t, m.ApplyConfig(cfg))
+	ctx := context.Background()
+	require.NoError(t, m.EvalGroups(ctx, t0))
+	require.Equal(t, model.StateFiring, m.Alerts()[0].State)
+
+	writeRules(t, dir, "r.yml", "groups: [{name: g, rules: [{anomaly: A, expr: x, detector: {type: fake, threshold: 6, warm_up: 2}}]}]")
+	require.NoError(t, m.ApplyConfig(cfg))
+	for i := 1; i <= 3; i++ {
+		require.NoError(t, m.EvalGroups(ctx, t0.Add(time.Duration(i)*10*time.Second)))
+		require.Equal(t, model.StateFiring, m.Alerts()[0].State, "eval %d", i)
+	}
+	for _, tr := range rec.transitions {
+		require.NotEqual(t, model.StateResolved, tr.To)
+	}
+}
