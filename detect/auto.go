@@ -42,9 +42,13 @@ type AutoConfig struct {
 	// ExtremeAfter is the number of samples before new extremes count: in
 	// a short history every few samples sets a record.
 	ExtremeAfter int `yaml:"extreme_after"`
-	// Quiet is the number of samples after an alert during which the score
-	// is held at zero, so that one incident yields one alert.
+	// Quiet is the longest time, in samples, that the score is held at zero
+	// after an alert, so that one incident yields one alert.
 	Quiet int `yaml:"quiet"`
+	// Calm ends the quiet period early: once the (held) score has stayed
+	// below half the threshold for this many samples in a row, the incident
+	// is over and the next one may alert. 0 keeps the full quiet period.
+	Calm int `yaml:"calm"`
 	// DayBuckets slices the day (UTC) into this many time-of-day
 	// baselines; once a slice has been seen MinDayVisits times, surprise is
 	// the average of the distance from the level and from that slice's
@@ -73,6 +77,7 @@ func DefaultAutoConfig() AutoConfig {
 		ExtremeTolerance: 0.01,
 		ExtremeAfter:     300,
 		Quiet:            200,
+		Calm:             20,
 		DayBuckets:       24,
 		MinDayVisits:     3,
 		DayHalfLife:      20,
@@ -104,6 +109,9 @@ func (c *AutoConfig) Validate() error {
 	if c.Quiet < 0 {
 		errs.Addf("quiet", "must not be negative, got %d", c.Quiet)
 	}
+	if c.Calm < 0 {
+		errs.Addf("calm", "must not be negative, got %d", c.Calm)
+	}
 	if c.DayBuckets < 0 || c.DayBuckets > 1440 {
 		errs.Addf("day_buckets", "must be between 0 (off) and 1440, got %d", c.DayBuckets)
 	}
@@ -132,7 +140,7 @@ func (c *AutoConfig) fields() []configField {
 	return []configField{
 		{"threshold", c.Threshold}, {"warm_up", float64(c.WarmUp)}, {"level_half_life", c.LevelHalfLife},
 		{"surprise_cap", c.SurpriseCap}, {"short_half_life", c.ShortHalfLife}, {"long_half_life", c.LongHalfLife},
-		{"extreme_tolerance", c.ExtremeTolerance}, {"extreme_after", float64(c.ExtremeAfter)}, {"quiet", float64(c.Quiet)},
+		{"extreme_tolerance", c.ExtremeTolerance}, {"extreme_after", float64(c.ExtremeAfter)}, {"quiet", float64(c.Quiet)}, {"calm", float64(c.Calm)},
 		{"day_buckets", float64(c.DayBuckets)}, {"min_day_visits", float64(c.MinDayVisits)}, {"day_half_life", c.DayHalfLife},
 		{"day_short_half_life", c.DayShortHalfLife},
 	}
@@ -151,8 +159,9 @@ func (c *AutoConfig) fields() []configField {
 //     two is log-scaled into the score;
 //  3. once the range is established, scores a value beyond the range seen
 //     so far as anomalous outright;
-//  4. after an alert, holds the score at zero for a quiet period, so that
-//     one incident is one alert.
+//  4. after an alert, holds the score at zero until the series has been
+//     calm (score below half the threshold) for Calm samples, or at most
+//     Quiet samples, so that one incident is one alert.
 //
 // It costs O(1) work and a fixed ~1 KiB per series (mostly the 24
 // time-of-day baselines).
@@ -162,7 +171,8 @@ type Auto struct {
 	lik    Likelihood
 	lo, hi float64 // range seen so far
 	n      uint64
-	quiet  int
+	quiet  int // samples of quiet left
+	calm   int // consecutive calm samples during the quiet period
 	last   Verdict
 	day    Seasonal   // time-of-day baselines; unused when DayBuckets is 0
 	dayLik Likelihood // likelihood of the time-of-day surprise alone
@@ -228,6 +238,14 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		v.State = StateWarmingUp
 	case a.quiet > 0:
 		a.quiet--
+		if LogTailScore(p) < c.Threshold/2 && !extreme {
+			a.calm++
+		} else {
+			a.calm = 0
+		}
+		if c.Calm > 0 && a.calm >= c.Calm {
+			a.quiet = 0
+		}
 	default:
 		v.Score = LogTailScore(p)
 		if extreme {
@@ -235,7 +253,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		}
 		if v.Score >= c.Threshold {
 			v.State = StateAnomalous
-			a.quiet = c.Quiet
+			a.quiet, a.calm = c.Quiet, 0
 		}
 	}
 	a.last = v
@@ -261,6 +279,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.f64(a.hi)
 	w.u64(a.n)
 	w.i64(int64(a.quiet))
+	w.i64(int64(a.calm))
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -282,6 +301,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.hi = r.f64()
 	a.n = r.u64()
 	a.quiet = int(r.i64())
+	a.calm = int(r.i64())
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)

@@ -231,18 +231,36 @@ func TestDetectorsFlagALevelShift(t *testing.T) {
 }
 
 func TestAutoQuietPeriod(t *testing.T) {
-	cfg := DefaultAutoConfig()
-	d := NewAuto(cfg)
-	rng := rand.New(rand.NewPCG(11, 11))
-	for i := range 1000 {
-		d.Observe(int64(i), calmNoise(rng))
+	calm := func(d *Auto, rng *rand.Rand, from, n int) {
+		for i := range n {
+			d.Observe(int64(from+i), calmNoise(rng))
+		}
 	}
-	require.Equal(t, StateAnomalous, d.Observe(1000, 200).State)
-	for i := range cfg.Quiet {
-		v := d.Observe(int64(1001+i), 300)
-		require.Zero(t, v.Score, "quiet sample %d", i)
-	}
-	require.Equal(t, StateAnomalous, d.Observe(int64(1001+cfg.Quiet), 400).State, "alerts again after the quiet period")
+	t.Run("held for the whole quiet period without calm", func(t *testing.T) {
+		cfg := DefaultAutoConfig()
+		cfg.Calm = 0
+		d := NewAuto(cfg)
+		rng := rand.New(rand.NewPCG(11, 11))
+		calm(d, rng, 0, 1000)
+		require.Equal(t, StateAnomalous, d.Observe(1000, 200).State)
+		for i := range cfg.Quiet {
+			require.Zero(t, d.Observe(int64(1001+i), 300).Score, "quiet sample %d", i)
+		}
+		require.Equal(t, StateAnomalous, d.Observe(int64(1001+cfg.Quiet), 400).State, "alerts again after the quiet period")
+	})
+	t.Run("held while the incident lasts, ended by calm", func(t *testing.T) {
+		cfg := DefaultAutoConfig()
+		d := NewAuto(cfg)
+		rng := rand.New(rand.NewPCG(12, 12))
+		calm(d, rng, 0, 1000)
+		require.Equal(t, StateAnomalous, d.Observe(1000, 200).State)
+		for i := range 5 {
+			require.Zero(t, d.Observe(int64(1001+i), 200).Score, "the incident goes on: no second alert")
+		}
+		calm(d, rng, 1006, cfg.Calm+5)
+		v := d.Observe(int64(1011+cfg.Calm), 1000)
+		require.Equal(t, StateAnomalous, v.State, "a new incident after calm alerts before the quiet period ends")
+	})
 }
 
 func TestWarmUp(t *testing.T) {
