@@ -171,6 +171,9 @@ func (d *Dispatcher) ApplyConfig(cfg *Config) error {
 			ints[i].receiver = name
 			ints[i].id = fmt.Sprintf("%s/%s/%d", name, ints[i].Type, i)
 			d.initMetrics(&ints[i])
+			if st, ok := ints[i].Notifier.(Stateful); ok {
+				st.UseState(&boltState{db: d.db, prefix: ints[i].id})
+			}
 		}
 	}
 	if cfg.Backoff.Initial <= 0 {

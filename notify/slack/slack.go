@@ -7,6 +7,7 @@ package slack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -118,14 +119,65 @@ type Notifier struct {
 
 	mu       sync.Mutex
 	messages map[string]posted // by group key, bot mode only
+	state    notify.State      // persists messages across restarts; may be nil
 }
 
-type posted struct{ channel, ts string }
+type posted struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+}
 
 var (
 	_ notify.Notifier      = (*Notifier)(nil)
 	_ notify.DraftNotifier = (*Notifier)(nil)
+	_ notify.Stateful      = (*Notifier)(nil)
 )
+
+// UseState keeps the message of each group (bot mode) in st, so that a
+// restarted agent still updates the message it posted before.
+func (n *Notifier) UseState(st notify.State) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.state = st
+}
+
+func (n *Notifier) message(groupKey string) (posted, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p, ok := n.messages[groupKey]; ok {
+		return p, true
+	}
+	if n.state == nil {
+		return posted{}, false
+	}
+	b, ok := n.state.Get(groupKey)
+	var p posted
+	if !ok || json.Unmarshal(b, &p) != nil {
+		return posted{}, false
+	}
+	n.messages[groupKey] = p
+	return p, true
+}
+
+// remember records (or, with an empty ts, forgets) a group's message. A
+// failure to persist only means a new message after a restart.
+func (n *Notifier) remember(groupKey string, p posted) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p.TS == "" {
+		delete(n.messages, groupKey)
+		if n.state != nil {
+			_ = n.state.Delete(groupKey)
+		}
+		return
+	}
+	n.messages[groupKey] = p
+	if n.state != nil {
+		if b, err := json.Marshal(p); err == nil {
+			_ = n.state.Put(groupKey, b)
+		}
+	}
+}
 
 // New returns a notifier. It renders the templates once against sample data
 // so that a broken template fails at config load, not at send time.
@@ -228,12 +280,10 @@ func (n *Notifier) send(ctx context.Context, groupKey string, resolved bool, fal
 		return n.classify(ctx, err)
 	}
 	opts := []slack.MsgOption{slack.MsgOptionText(fallback, false), slack.MsgOptionBlocks(blocks...)}
-	n.mu.Lock()
-	prev, ok := n.messages[groupKey]
-	n.mu.Unlock()
+	prev, ok := n.message(groupKey)
 	var err error
 	if ok && groupKey != "" {
-		_, _, _, err = n.api.UpdateMessageContext(ctx, prev.channel, prev.ts, opts...)
+		_, _, _, err = n.api.UpdateMessageContext(ctx, prev.Channel, prev.TS, opts...)
 	} else {
 		if n.cfg.Username != "" {
 			opts = append(opts, slack.MsgOptionUsername(n.cfg.Username))
@@ -244,15 +294,11 @@ func (n *Notifier) send(ctx context.Context, groupKey string, resolved bool, fal
 		var ch, ts string
 		ch, ts, err = n.api.PostMessageContext(ctx, n.cfg.Channel, opts...)
 		if err == nil && groupKey != "" {
-			n.mu.Lock()
-			n.messages[groupKey] = posted{channel: ch, ts: ts}
-			n.mu.Unlock()
+			n.remember(groupKey, posted{Channel: ch, TS: ts})
 		}
 	}
-	if err == nil && resolved {
-		n.mu.Lock()
-		delete(n.messages, groupKey)
-		n.mu.Unlock()
+	if err == nil && resolved && groupKey != "" {
+		n.remember(groupKey, posted{})
 	}
 	return n.classify(ctx, err)
 }

@@ -300,3 +300,32 @@ func TestSizeLimits(t *testing.T) {
 	require.Equal(t, 3000, utf8.RuneCountInString(msg.Blocks[1].Text.Text))
 	require.True(t, strings.HasSuffix(msg.Blocks[1].Text.Text, "…"))
 }
+
+// mapState is an in-memory notify.State.
+type mapState map[string][]byte
+
+func (m mapState) Get(k string) ([]byte, bool)  { v, ok := m[k]; return v, ok }
+func (m mapState) Put(k string, v []byte) error { m[k] = v; return nil }
+func (m mapState) Delete(k string) error        { delete(m, k); return nil }
+
+// TestBotMessageSurvivesRestart: a new notifier (a restarted agent) with
+// the same state updates the message the old one posted.
+func TestBotMessageSurvivesRestart(t *testing.T) {
+	api := &fakeAPI{}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	st := mapState{}
+	first := botNotifier(t, srv.URL)
+	first.UseState(st)
+	_, err := first.Notify(groupCtx(), notifytest.Firing())
+	require.NoError(t, err)
+
+	second := botNotifier(t, srv.URL)
+	second.UseState(st)
+	_, err = second.Notify(groupCtx(), notifytest.Resolved())
+	require.NoError(t, err)
+	require.Empty(t, st, "a resolved group's message is forgotten")
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	require.Equal(t, []string{"/api/chat.postMessage", "/api/chat.update"}, api.paths)
+}
