@@ -186,7 +186,59 @@ func replayAndReport(ctx context.Context, cli *cliEnv, f *replayFlags, src datas
 			return nil, 0, err
 		}
 	}
+	if !out.json {
+		printReplaySummary(cli.stdout, res, end)
+	}
 	return res, evalTime, nil
+}
+
+// printReplaySummary tells, per alert, how often it fired and for how long
+// in total: the backtest's answer at a glance.
+func printReplaySummary(w io.Writer, res *rules.ReplayResult, end time.Time) {
+	type tally struct {
+		fired   int
+		firing  time.Duration
+		since   time.Time
+		pending int
+	}
+	var order []string
+	byAlert := map[string]*tally{}
+	for _, tr := range res.Transitions {
+		k := tr.Rule + " " + tr.Labels.DropMetricName().String()
+		t := byAlert[k]
+		if t == nil {
+			t = &tally{}
+			byAlert[k] = t
+			order = append(order, k)
+		}
+		switch {
+		case tr.To == model.StateFiring:
+			t.fired++
+			t.since = tr.Time
+		case tr.From == model.StateFiring && !t.since.IsZero():
+			t.firing += tr.Time.Sub(t.since)
+			t.since = time.Time{}
+		}
+		if tr.To == model.StatePending {
+			t.pending++
+		}
+	}
+	fmt.Fprintln(w, "\nsummary:")
+	n := 0
+	for _, k := range order {
+		t := byAlert[k]
+		if !t.since.IsZero() {
+			t.firing += end.Sub(t.since)
+		}
+		if t.fired == 0 && t.pending == 0 {
+			continue
+		}
+		n++
+		fmt.Fprintf(w, "  %s: fired %d time(s), firing %s in total\n", k, t.fired, t.firing)
+	}
+	if n == 0 {
+		fmt.Fprintln(w, "  no alert fired")
+	}
 }
 
 func parseReplayTime(s string) (time.Time, error) {
