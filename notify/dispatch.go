@@ -82,6 +82,7 @@ type Dispatcher struct {
 	ob  *outbox
 	sil *silences
 
+	flushMu sync.Mutex
 	mu      sync.Mutex
 	cfg     *Config
 	groups  map[string]*aggrGroup
@@ -279,6 +280,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 func (d *Dispatcher) startWorkersLocked() {
 	var ids []string
+	if d.cfg == nil {
+		return
+	}
 	for _, ints := range d.cfg.Receivers {
 		for _, in := range ints {
 			ids = append(ids, in.id)
@@ -374,6 +378,11 @@ func (d *Dispatcher) retireGroup(ag *aggrGroup) bool {
 }
 
 func (d *Dispatcher) flush(ag *aggrGroup) {
+	// Flushes are serialised: reading and updating the notification log is
+	// one step, also when a reload briefly leaves an old group flushing
+	// next to its replacement.
+	d.flushMu.Lock()
+	defer d.flushMu.Unlock()
 	now := d.now()
 	cfg := d.config()
 	all := ag.all()

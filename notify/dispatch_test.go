@@ -399,3 +399,12 @@ func TestFlapping(t *testing.T) {
 		}, f.lines())
 	})
 }
+
+func TestRunBeforeApplyConfig(t *testing.T) {
+	d, err := notify.New(notify.Options{DataDir: t.TempDir()})
+	require.NoError(t, err)
+	defer d.Close()
+	stop := run(t, d)
+	d.Notify(t.Context(), firing("Latency", "a", time.Now())) // dropped and counted, no panic
+	stop()
+}
