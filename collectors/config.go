@@ -387,8 +387,12 @@ func (pc *ProbeConfig) validate(defInterval time.Duration) error {
 	}
 	for i, t := range pc.Targets {
 		u, err := url.Parse(t)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 			errs.Addf(fmt.Sprintf("targets[%d]", i), "want an absolute http(s) URL, got %q", redactURL(t))
+		case u.User != nil:
+			// The URL becomes the instance label: no secret may be in it.
+			errs.Addf(fmt.Sprintf("targets[%d]", i), "put credentials in basic_auth, not in the URL %q", redactURL(t))
 		}
 	}
 	for i, code := range pc.ValidStatusCodes {

@@ -47,11 +47,10 @@ func TestConfigValidate(t *testing.T) {
 			c.ScrapeConfigs[0].TLSConfig.CertFile = "c.pem"
 		}, want: []string{"scrape_configs[0].basic_auth.username: must not be empty", "scrape_configs[0].authorization: basic_auth and authorization are mutually exclusive", "scrape_configs[0].authorization.type: use basic_auth", "scrape_configs[0].tls_config.cert_file: cert_file and key_file must be set together"}},
 		{name: "probe", mutate: func(c *Config) {
-			c.ProbeConfigs[0].Targets = []string{"localhost:8080", "http://u:hunter2@x/"}
-			c.ProbeConfigs[0].Targets[1] = "ftp://u:hunter2@x/"
+			c.ProbeConfigs[0].Targets = []string{"localhost:8080", "ftp://u:hunter2@x/", "http://u:hunter2@x/"}
 			c.ProbeConfigs[0].ValidStatusCodes = []int{99}
 			c.ProbeConfigs[0].Timeout = time.Minute
-		}, want: []string{"probe_configs[0].targets[0]: want an absolute http(s) URL", "probe_configs[0].targets[1]: want an absolute http(s) URL, got \"ftp://u:xxxxx@x/\"", "probe_configs[0].valid_status_codes[0]", "probe_configs[0].timeout"}},
+		}, want: []string{"probe_configs[0].targets[0]: want an absolute http(s) URL", "probe_configs[0].targets[1]: want an absolute http(s) URL, got \"ftp://u:xxxxx@x/\"", "probe_configs[0].targets[2]: put credentials in basic_auth", "probe_configs[0].valid_status_codes[0]", "probe_configs[0].timeout"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
