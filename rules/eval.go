@@ -72,8 +72,6 @@ type ruleState struct {
 	lastEval  time.Time
 	evalDur   time.Duration
 	lastErr   error
-	// samples is the size of the last recording rule result.
-	samples int
 	// warmed is set once a warm start was tried.
 	warmed bool
 }
@@ -168,13 +166,11 @@ func (rs *ruleState) eval(ctx context.Context, ts time.Time) ([]*model.Alert, er
 		for i := range vec {
 			b := labels.NewBuilder(vec[i].Metric)
 			b.Set(labels.MetricName, r.Name)
+			rs.group.spec.Labels.Range(func(l labels.Label) { b.Set(l.Name, l.Value) })
 			r.Labels.Range(func(l labels.Label) { b.Set(l.Name, l.Value) })
 			vec[i].Metric = b.Labels()
 			vec[i].T = ts.UnixMilli()
 		}
-		rs.mu.Lock()
-		rs.samples = len(vec)
-		rs.mu.Unlock()
 		if env.record != nil {
 			return nil, env.record(ctx, ts, vec)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
 
 	"github.com/seismo-agent/seismo/datasource"
 	"github.com/seismo-agent/seismo/detect"
@@ -27,6 +28,8 @@ type ReplayOptions struct {
 	Kinds      func() []string
 	// OnTransition sees each alert state change as it happens.
 	OnTransition func(Transition)
+	// Record, when set, receives recording rule results (see RecordTo).
+	Record func(ctx context.Context, ts time.Time, v promql.Vector) error
 	// Trace keeps every evaluated value and band of series that alerted,
 	// for plots.
 	Trace bool
@@ -69,6 +72,7 @@ func Replay(ctx context.Context, opts ReplayOptions) (*ReplayResult, error) {
 	alerted := map[string]bool{}
 	mopts := Options{
 		Source: opts.Source,
+		Record: opts.Record,
 		Lookup: opts.Lookup,
 		Kinds:  opts.Kinds,
 		OnTransition: func(tr Transition) {

@@ -3,12 +3,14 @@ package rules
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/seismo-agent/seismo/datasource"
+	"github.com/seismo-agent/seismo/store"
 )
 
 // engineSource answers PromQL with Prometheus' engine over a Queryable; the
@@ -70,4 +72,20 @@ func (s *engineSource) Range(ctx context.Context, q string, start, end time.Time
 // for commands that fill a store of their own (replay, unit tests).
 func NewQueryableSource(q storage.Queryable) datasource.Source {
 	return newEngineSource(q)
+}
+
+// RecordTo returns a recording-rule sink that appends results to st, so
+// that later rules (and later ticks of a replay) can read them.
+func RecordTo(st *store.Store) func(ctx context.Context, ts time.Time, v promql.Vector) error {
+	return func(_ context.Context, ts time.Time, v promql.Vector) error {
+		app := st.Appender()
+		var errs []error
+		for _, s := range v {
+			if _, err := app.Append(store.SeriesRef{}, s.Metric, ts.UnixMilli(), s.F); err != nil {
+				errs = append(errs, fmt.Errorf("record %s: %w", s.Metric, err))
+			}
+		}
+		app.Commit()
+		return errors.Join(errs...)
+	}
 }

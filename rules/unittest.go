@@ -174,7 +174,7 @@ func (tc *unitTestCase) run(ctx context.Context, opts UnitTestOptions, files []s
 	}
 	app.Commit()
 	src := newEngineSource(st)
-	m, err := NewManager(Options{Source: src, Lookup: opts.Lookup, Kinds: opts.Kinds, ExternalURL: tc.ExternalURL})
+	m, err := NewManager(Options{Source: src, Record: RecordTo(st), Lookup: opts.Lookup, Kinds: opts.Kinds, ExternalURL: tc.ExternalURL})
 	if err != nil {
 		return nil, err
 	}

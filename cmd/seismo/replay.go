@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/prometheus/promql"
 
 	"github.com/seismo-agent/seismo/datasource"
 	"github.com/seismo-agent/seismo/internal/model"
@@ -108,7 +109,7 @@ func runReplay(ctx context.Context, cli *cliEnv, f *replayFlags) error {
 			return fmt.Errorf("--end: %w", err)
 		}
 	}
-	res, evalTime, err := replayAndReport(ctx, cli, f, rules.NewQueryableSource(st), start, end)
+	res, evalTime, err := replayAndReport(ctx, cli, f, rules.NewQueryableSource(st), rules.RecordTo(st), start, end)
 	if err != nil {
 		return err
 	}
@@ -136,7 +137,7 @@ func runRemoteReplay(ctx context.Context, cli *cliEnv, f *replayFlags) error {
 	if err != nil {
 		return err
 	}
-	res, evalTime, err := replayAndReport(ctx, cli, f, src, start, end)
+	res, evalTime, err := replayAndReport(ctx, cli, f, src, nil, start, end)
 	if err != nil {
 		return err
 	}
@@ -148,7 +149,8 @@ func runRemoteReplay(ctx context.Context, cli *cliEnv, f *replayFlags) error {
 
 // replayAndReport runs the replay over src, prints transitions as they
 // happen and writes the plot; it returns the result and the time spent.
-func replayAndReport(ctx context.Context, cli *cliEnv, f *replayFlags, src datasource.Source, start, end time.Time) (*rules.ReplayResult, time.Duration, error) {
+func replayAndReport(ctx context.Context, cli *cliEnv, f *replayFlags, src datasource.Source,
+	record func(context.Context, time.Time, promql.Vector) error, start, end time.Time) (*rules.ReplayResult, time.Duration, error) {
 	cfg := rules.DefaultConfig()
 	cfg.Files = f.ruleFiles
 	cfg.EvaluationInterval = f.interval
@@ -157,7 +159,7 @@ func replayAndReport(ctx context.Context, cli *cliEnv, f *replayFlags, src datas
 
 	out := &transitionWriter{w: cli.stdout, json: f.output == "json"}
 	opts := rules.ReplayOptions{
-		Config: cfg, Source: src, Start: start, End: end,
+		Config: cfg, Source: src, Record: record, Start: start, End: end,
 		OnTransition: out.write, Trace: f.plot != "",
 	}
 	if isTerminal(cli.stderr) {
