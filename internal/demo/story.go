@@ -160,6 +160,15 @@ type OutageResult struct {
 	// Alert is the detecting alert: the first expected one that fired, or
 	// else the first alert that fired.
 	Alert string
+	// FirstAlert and FirstAfter are the first alert of any name that fired
+	// and its delay; they differ from Alert when a generic alert (5xx,
+	// probe) came before the expected one.
+	FirstAlert string
+	FirstAfter time.Duration
+	// AlreadyFiring lists expected alerts that were firing when the fault
+	// was injected (left over from an earlier phase): they cannot fire
+	// again, so the outage may look undetected.
+	AlreadyFiring []string
 	// AlsoFired lists the other alerts that started during the outage.
 	AlsoFired []string
 	// RemovedAt is the fault's end, relative to the start of the story.
@@ -185,7 +194,10 @@ type FalseAlert struct {
 type Summary struct {
 	Outages     []OutageResult
 	FalseAlerts []FalseAlert
-	Wall        time.Duration
+	// Informational lists alerts with severity "info", which tell rather
+	// than page; they count neither as detections nor as false alerts.
+	Informational []FalseAlert
+	Wall          time.Duration
 	// EvalInterval is StoryConfig.EvalInterval, for the table.
 	EvalInterval time.Duration
 }
@@ -229,6 +241,7 @@ type story struct {
 	detecting map[string]int
 	results   []OutageResult
 	falses    []FalseAlert
+	infos     []FalseAlert
 }
 
 func (s *story) since() time.Duration { return s.cfg.Now().Sub(s.start) }
@@ -242,7 +255,13 @@ func (s *story) runPhase(ctx context.Context, i int, p Phase) error {
 	s.phase = p
 	fmt.Fprintf(s.cfg.Out, "\n== %s (%s, %v)\n", p.Name, p.Kind, p.Duration)
 	if p.Kind == PhaseOutage {
-		s.results = append(s.results, OutageResult{Outage: p.Outage, Expected: p.Expect, InjectedAt: s.since()})
+		r := OutageResult{Outage: p.Outage, Expected: p.Expect, InjectedAt: s.since()}
+		for _, name := range s.firing {
+			if slices.Contains(p.Expect, name) && !slices.Contains(r.AlreadyFiring, name) {
+				r.AlreadyFiring = append(r.AlreadyFiring, name)
+			}
+		}
+		s.results = append(s.results, r)
 		s.current = &s.results[len(s.results)-1]
 	} else if p.Kind != PhaseRecovery {
 		s.current = nil
@@ -317,11 +336,18 @@ func (s *story) handle(ev Event) {
 	}
 	s.firing[a.Fingerprint] = name
 	s.printAlert(a)
+	if a.Labels["severity"] == "info" {
+		// Worth telling, not paging (e.g. one heavy client limited): neither
+		// a detection nor a false page.
+		s.infos = append(s.infos, FalseAlert{Name: name, At: s.since(), Phase: s.phase.Name})
+		return
+	}
 	switch c := s.current; {
 	case c == nil:
 		s.falses = append(s.falses, FalseAlert{Name: name, At: s.since(), Phase: s.phase.Name})
 	case !c.Detected:
 		c.Detected, c.DetectedAfter, c.Alert = true, s.since()-c.InjectedAt, name
+		c.FirstAlert, c.FirstAfter = name, c.DetectedAfter
 		s.detecting[a.Fingerprint] = len(s.results) - 1
 	case slices.Contains(c.Expected, name) && !slices.Contains(c.Expected, c.Alert):
 		// An expected alert outranks an earlier generic one.
@@ -356,7 +382,7 @@ func (s *story) printAlert(a *webhook.Alert) {
 		return
 	}
 	ex := x.Explanation
-	if ex.Summary != "" && ex.Summary != a.Annotations["summary"] {
+	if ex.Summary != "" && !strings.Contains(a.Annotations["summary"], ex.Summary) {
 		s.indent(ex.Summary)
 	}
 	for _, sig := range ex.Signals {
@@ -378,16 +404,23 @@ func (s *story) indent(text string) {
 }
 
 func (s *story) summary() *Summary {
-	return &Summary{Outages: slices.Clone(s.results), FalseAlerts: slices.Clone(s.falses), Wall: s.since(), EvalInterval: s.cfg.EvalInterval}
+	return &Summary{Outages: slices.Clone(s.results), FalseAlerts: slices.Clone(s.falses), Informational: slices.Clone(s.infos),
+		Wall: s.since(), EvalInterval: s.cfg.EvalInterval}
 }
 
 // WriteTable writes the summary as a table.
 func (sum *Summary) WriteTable(w io.Writer) {
 	fmt.Fprintln(w, "\n== summary")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "outage\tinjected at\tdetected after\talert\talso fired\tresolved after fix\tdrafts")
+	fmt.Fprintln(tw, "outage\tinjected at\tfirst alert after\tdetected after\talert\talso fired\tresolved after fix\tdrafts")
 	for _, r := range sum.Outages {
-		det, alert := "not detected", "-"
+		det, alert, first := "not detected", "-", "-"
+		if len(r.AlreadyFiring) > 0 {
+			det = "already firing: " + strings.Join(r.AlreadyFiring, ", ")
+		}
+		if r.Detected {
+			first = fmtDur(r.FirstAfter)
+		}
 		if r.Detected {
 			det, alert = fmtDur(r.DetectedAfter), r.Alert
 			if sum.EvalInterval > 0 {
@@ -405,12 +438,18 @@ func (sum *Summary) WriteTable(w io.Writer) {
 		if also == "" {
 			also = "-"
 		}
-		fmt.Fprintf(tw, "%s\t+%s\t%s\t%s\t%s\t%s\t%d\n", r.Outage, fmtDur(r.InjectedAt), det, alert, also, res, r.Drafts)
+		fmt.Fprintf(tw, "%s\t+%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Outage, fmtDur(r.InjectedAt), first, det, alert, also, res, r.Drafts)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "false alerts during warm-up and normal phases: %d\n", len(sum.FalseAlerts))
 	for _, f := range sum.FalseAlerts {
 		fmt.Fprintf(w, "  %s at +%s (%s)\n", f.Name, fmtDur(f.At), f.Phase)
+	}
+	if len(sum.Informational) > 0 {
+		fmt.Fprintf(w, "informational alerts (severity info, not paging): %d\n", len(sum.Informational))
+		for _, f := range sum.Informational {
+			fmt.Fprintf(w, "  %s at +%s (%s)\n", f.Name, fmtDur(f.At), f.Phase)
+		}
 	}
 	fmt.Fprintf(w, "wall time: %s\n", fmtDur(sum.Wall))
 }

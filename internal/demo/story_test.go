@@ -29,6 +29,12 @@ func alertEv(status, name, fp string) Event {
 	}}
 }
 
+func infoEv(name, fp string) Event {
+	ev := alertEv("firing", name, fp)
+	ev.Alert.Labels["severity"] = "info"
+	return ev
+}
+
 func TestRunStory(t *testing.T) {
 	type timed struct {
 		at time.Duration
@@ -62,6 +68,8 @@ func TestRunStory(t *testing.T) {
 		{45 * time.Second, alertEv("resolved", "HighErrorRate", "f1")}, // not the detecting alert
 		{55 * time.Second, alertEv("resolved", "ExpectedA", "f2")},     // 15 s after the fix, in the next normal phase
 		{56 * time.Second, alertEv("resolved", "ExpectedA", "f2")},     // repeat: ignored
+		{57 * time.Second, infoEv("HeavyClient", "f4")},                // informational: not false
+		{58 * time.Second, alertEv("firing", "ExpectedB", "f5")},       // false, and still firing when B starts
 		{85 * time.Second, alertEv("firing", "Other", "f3")},           // late, during recovery
 	}
 	synctest.Test(t, func(t *testing.T) {
@@ -83,18 +91,21 @@ func TestRunStory(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"begin A", "end A", "begin B", "end B"}, calls)
 		require.Equal(t, 90*time.Second, sum.Wall)
-		require.Equal(t, []FalseAlert{{Name: "Flappy", At: 15 * time.Second, Phase: "quiet"}}, sum.FalseAlerts)
+		require.Equal(t, []FalseAlert{{Name: "Flappy", At: 15 * time.Second, Phase: "quiet"}, {Name: "ExpectedB", At: 58 * time.Second, Phase: "quiet"}}, sum.FalseAlerts)
+		require.Equal(t, []FalseAlert{{Name: "HeavyClient", At: 57 * time.Second, Phase: "quiet"}}, sum.Informational)
 		require.Len(t, sum.Outages, 2)
 		a, b := sum.Outages[0], sum.Outages[1]
 		require.Equal(t, OutageResult{
 			Outage: "A", Expected: []string{"ExpectedA"}, InjectedAt: 20 * time.Second,
 			Detected: true, DetectedAfter: 9 * time.Second, Alert: "ExpectedA", AlsoFired: []string{"HighErrorRate"},
+			FirstAlert: "HighErrorRate", FirstAfter: 5 * time.Second,
 			RemovedAt: 40 * time.Second, Resolved: true, ResolvedAfter: 15 * time.Second, Drafts: 1,
 		}, a)
 		require.True(t, b.Detected)
 		require.Equal(t, "Other", b.Alert)
 		require.Equal(t, 25*time.Second, b.DetectedAfter)
 		require.False(t, b.Resolved)
+		require.Equal(t, []string{"ExpectedB"}, b.AlreadyFiring)
 		require.Positive(t, statusCalls)
 
 		text := out.String()
@@ -103,7 +114,7 @@ func TestRunStory(t *testing.T) {
 			"latency up, cpu flat", "symptom   0.9s (expected 0.1s, band 0.05s–0.2s)", "breadth   45 of 50 client values affected (90%)",
 			"cause: workers starved", "DRAFT   investigating · Shop · degraded_performance", "We are investigating.",
 			"[    55s] RESOLVED ExpectedA", "fault removed", "== summary", "9s (4.5 evals)", "Other (expected ExpectedB)",
-			"false alerts during warm-up and normal phases: 1", "Flappy at +15s (quiet)", "wall time: 1m30s",
+			"false alerts during warm-up and normal phases: 2", "Flappy at +15s (quiet)", "informational alerts (severity info, not paging): 1", "wall time: 1m30s",
 		} {
 			require.Contains(t, text, want)
 		}
