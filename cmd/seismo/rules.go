@@ -99,17 +99,6 @@ func wireRules(a *agent, cfg *config.Config, c *collected, notify rules.NotifyFu
 	return m, nil
 }
 
-// logAlerts is the notify func until a notifier is configured: it logs
-// each alert sent, so nothing is dropped silently.
-func logAlerts(logger *slog.Logger) rules.NotifyFunc {
-	logger = logger.With("component", "rules")
-	return func(_ context.Context, alerts ...*model.Alert) {
-		for _, al := range alerts {
-			logAlert(logger, slog.LevelInfo, "alert", al)
-		}
-	}
-}
-
 // debugAlerts logs each alert handed to next at debug level.
 func debugAlerts(logger *slog.Logger, next rules.NotifyFunc) rules.NotifyFunc {
 	logger = logger.With("component", "rules")
