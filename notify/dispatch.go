@@ -142,6 +142,11 @@ func New(opts Options) (*Dispatcher, error) {
 	}
 	d.loadIncidents()
 	d.metrics.GetOrCreateGauge("seismo_notify_outbox_entries", func() float64 { return float64(d.ob.total()) })
+	d.metrics.GetOrCreateGauge("seismo_notify_log_entries", func() float64 {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return float64(len(d.nflog))
+	})
 	if n := d.ob.total(); n > 0 {
 		d.logger.Info("pending notifications found in the outbox", "count", n)
 	}
@@ -431,6 +436,14 @@ func (d *Dispatcher) enqueue(cfg *Config, entries []*entry, nf map[string]nflogE
 	dropped, err := d.ob.add(entries, cfg.QueueCapacity, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketNflog)
 		for k, v := range nf {
+			if len(v.Firing) == 0 {
+				// Nothing firing is the same as never notified (see
+				// needsUpdate), so the log does not grow with old groups.
+				if err := b.Delete([]byte(k)); err != nil {
+					return err
+				}
+				continue
+			}
 			raw, err := json.Marshal(v)
 			if err != nil {
 				return err
@@ -450,7 +463,13 @@ func (d *Dispatcher) enqueue(cfg *Config, entries []*entry, nf map[string]nflogE
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	maps.Copy(d.nflog, nf)
+	for k, v := range nf {
+		if len(v.Firing) == 0 {
+			delete(d.nflog, k)
+		} else {
+			d.nflog[k] = v
+		}
+	}
 	for _, e := range dropped {
 		recv, typ := splitID(e.Integration)
 		d.metrics.GetOrCreateCounter(fmt.Sprintf(`seismo_notify_notifications_failed_total{integration=%q,receiver=%q,reason="queue_full"}`, typ, recv)).Inc()

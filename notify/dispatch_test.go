@@ -173,6 +173,9 @@ func TestOutage(t *testing.T) {
 		stop()
 		require.Equal(t, want, f.lines())
 		require.Zero(t, d.Pending())
+		// Only Latency/c is still firing: resolved groups leave the
+		// notification log.
+		require.Equal(t, 1.0, set.GetOrCreateGauge("seismo_notify_log_entries", nil).Get())
 		require.Greater(t, counter(set, `seismo_notify_notification_retries_total{integration="fake",receiver="team"}`), uint64(0))
 		require.Equal(t, uint64(len(want)), counter(set, `seismo_notify_notifications_total{integration="fake",receiver="team"}`))
 	})
