@@ -97,7 +97,43 @@ func openSilences(db *bolt.DB, now func() time.Time) (*silences, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.gc(now()); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// silenceRetention is how long an expired silence stays listed.
+const silenceRetention = 5 * 24 * time.Hour
+
+// gc deletes silences that expired more than silenceRetention ago.
+func (s *silences) gc(now time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var old []string
+	for id, sil := range s.list {
+		if now.Sub(sil.EndsAt) > silenceRetention {
+			old = append(old, id)
+		}
+	}
+	if len(old) == 0 {
+		return nil
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, id := range old {
+			if err := tx.Bucket(bucketSilences).Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete expired silences: %w", err)
+	}
+	for _, id := range old {
+		delete(s.list, id)
+	}
+	return nil
 }
 
 // filter returns the alerts no active silence mutes.
@@ -140,7 +176,7 @@ func (s *silences) add(sil *Silence) error {
 	s.mu.Lock()
 	s.list[sil.ID] = sil
 	s.mu.Unlock()
-	return nil
+	return s.gc(s.now())
 }
 
 func (s *silences) delete(id string) (bool, error) {
