@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/seismo-agent/seismo/notify"
 )
 
 func TestSilences(t *testing.T) {
@@ -75,4 +77,23 @@ func TestSilenceAPIRejects(t *testing.T) {
 			require.Contains(t, rec.Body.String(), tt.want)
 		})
 	}
+}
+
+func TestExpiredSilencesAreDeleted(t *testing.T) {
+	d := newDispatcher(t, dispatcherOpts{}, &fake{})
+	defer d.Close()
+	now := time.Now()
+	_, err := d.AddSilence(notify.Silence{Matchers: []string{`a="b"`}, StartsAt: now.Add(-10 * 24 * time.Hour), EndsAt: now.Add(-6 * 24 * time.Hour)})
+	require.NoError(t, err)
+	recent, err := d.AddSilence(notify.Silence{Matchers: []string{`a="b"`}, StartsAt: now.Add(-2 * time.Hour), EndsAt: now.Add(-time.Hour)})
+	require.NoError(t, err)
+	rec := httptest.NewRecorder()
+	d.SilencesHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/silences", nil))
+	var list struct {
+		Data []notify.Silence `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &list))
+	require.Len(t, list.Data, 1)
+	require.Equal(t, recent.ID, list.Data[0].ID)
+	require.Equal(t, "expired", list.Data[0].Status)
 }
