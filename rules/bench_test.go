@@ -90,3 +90,30 @@ func BenchmarkReplayBuiltin(b *testing.B) {
 	}
 	b.ReportMetric(float64(stats.Samples)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 }
+
+// BenchmarkLoadOpenMetrics measures loading a recording into the store,
+// reported as samples per second.
+func BenchmarkLoadOpenMetrics(b *testing.B) {
+	rec, _ := genRecording("normal", time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
+	b.ReportAllocs()
+	b.SetBytes(int64(len(rec)))
+	samples := 0
+	for b.Loop() {
+		st := newReplayStore(b)
+		stats, err := LoadOpenMetrics(st, rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		samples += stats.Samples
+	}
+	b.ReportMetric(float64(samples)/b.Elapsed().Seconds(), "samples/s")
+}
+
+func BenchmarkParseSeriesValues(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseSeriesValues("1+2x100 _x10 stale 5x20 -1e3-1x10"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

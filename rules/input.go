@@ -68,11 +68,16 @@ func LoadOpenMetrics(st *store.Store, b []byte) (LoadStats, error) {
 		}
 		p.Labels(&lset)
 		h := lset.Hash()
-		ref, err := app.Append(refs[h], lset.Copy(), *ts, v)
+		ref, known := refs[h]
+		l := lset
+		if !known {
+			l = lset.Copy() // the store keeps it; the parser reuses lset
+		}
+		ref, err = app.Append(ref, l, *ts, v)
 		if err != nil {
 			return stats, fmt.Errorf("openmetrics: %s: %w", lset, err)
 		}
-		if _, ok := refs[h]; !ok {
+		if !known {
 			stats.Series++
 		}
 		refs[h] = ref
