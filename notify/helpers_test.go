@@ -99,6 +99,7 @@ type dispatcherOpts struct {
 	capacity int
 	drafts   bool
 	set      *metrics.Set
+	logger   *slog.Logger
 }
 
 func newDispatcher(t testing.TB, o dispatcherOpts, recv notify.Notifier) *notify.Dispatcher {
@@ -116,7 +117,10 @@ func newDispatcher(t testing.TB, o dispatcherOpts, recv notify.Notifier) *notify
 	if o.set == nil {
 		o.set = metrics.NewSet()
 	}
-	d, err := notify.New(notify.Options{Logger: slog.New(slog.DiscardHandler), Metrics: o.set, DataDir: o.dir,
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	d, err := notify.New(notify.Options{Logger: o.logger, Metrics: o.set, DataDir: o.dir,
 		Rand: func() float64 { return 0 }})
 	require.NoError(t, err)
 	route, err := notify.CompileRoute(o.route)

@@ -1,11 +1,15 @@
 package notify_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -113,4 +117,57 @@ func TestRedact(t *testing.T) {
 	})
 	require.Equal(t, "https://hooks.slack.com/<redacted>", notify.RedactURL(hook))
 	require.Equal(t, "https://h:8080", notify.RedactURL("https://user:pw@h:8080"))
+}
+
+// logRecorder keeps the messages of log records.
+type logRecorder struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	msg := r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			msg += ": " + a.Value.String()
+		}
+		return true
+	})
+	l.msgs = append(l.msgs, msg)
+	return nil
+}
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+// TestLogOnlyWhenErrorChanges: a failing receiver logs once per distinct
+// error, and once when it recovers.
+func TestLogOnlyWhenErrorChanges(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &logRecorder{}
+		f := &fake{fail: func(n int) (bool, error) {
+			switch {
+			case n <= 4:
+				return true, errors.New("503 unavailable")
+			case n <= 7:
+				return true, errors.New("connection refused")
+			}
+			return false, nil
+		}}
+		d := newDispatcher(t, dispatcherOpts{logger: slog.New(rec)}, f)
+		defer d.Close()
+		stop := run(t, d)
+		d.Notify(t.Context(), firing("Latency", "a", time.Now().Add(-time.Hour)))
+		time.Sleep(time.Hour)
+		stop()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		require.Equal(t, []string{
+			"notification failed, will retry: 503 unavailable",
+			"notification failed, will retry: connection refused",
+			"notification delivered after failures",
+		}, rec.msgs)
+	})
 }
