@@ -228,6 +228,11 @@ func (d *Dispatcher) Notify(_ context.Context, alerts ...*model.Alert) {
 		return
 	}
 	for _, a := range alerts {
+		if a.State != model.StateFiring && a.State != model.StateResolved {
+			// Only firing and resolved alerts are notified, as in Prometheus.
+			d.metrics.GetOrCreateCounter(`seismo_notify_alerts_dropped_total{reason="not_firing"}`).Inc()
+			continue
+		}
 		c := *a
 		d.insertLocked(&c, now)
 	}
