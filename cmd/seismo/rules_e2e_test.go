@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -84,4 +85,36 @@ func TestBinaryRestartKeepsFiring(t *testing.T) {
 			require.Equal(t, 0, p2.wait(t))
 		})
 	}
+}
+
+// TestBinaryRuleFileWatch breaks a rule file under a running agent: the
+// watch reloads it, the old rules keep running and the reload metric is 0;
+// fixing the file brings it back to 1.
+func TestBinaryRuleFileWatch(t *testing.T) {
+	bin := buildSeismo(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "seismo.yml")
+	rulesPath := filepath.Join(dir, "always.yml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(strings.Replace(rulesE2EConfig, "level: debug", "level: info", 1)), 0o600))
+	require.NoError(t, os.WriteFile(rulesPath, []byte("groups: [{name: g, rules: [{alert: Always, expr: 'vector(1) > 0'}]}]\n"), 0o600))
+
+	p := startSeismo(t, bin, dir, nil, "run", "--config", cfgPath)
+	ready := p.waitLog(t, "agent ready")
+	base := "http://" + ready["listen_address"].(string)
+	require.Equal(t, "seismo_rules_last_reload_successful 1", metricLine(t, base, "seismo_rules_last_reload_successful"))
+
+	require.NoError(t, os.WriteFile(rulesPath, []byte("groups: [{name: g, rules: [{alert: Always, expr: 'vector(1) >'}]}]\n"), 0o600))
+	failed := p.waitLog(t, "rules not reloaded, keeping the running ones")
+	require.Contains(t, failed["err"], "always.yml:1:50: group \"g\", rule 1 \"Always\": expr:")
+	require.Equal(t, "seismo_rules_last_reload_successful 0", metricLine(t, base, "seismo_rules_last_reload_successful"))
+	code, body := do(t, "GET", base+"/api/v1/rules")
+	require.Equal(t, 200, code)
+	require.Contains(t, body, `"query":"vector(1) \u003e 0"`, "the old rule keeps running")
+
+	require.NoError(t, os.WriteFile(rulesPath, []byte("groups: [{name: g, rules: [{alert: Always, expr: 'vector(2) > 0'}]}]\n"), 0o600))
+	p.waitLog(t, "rules loaded")
+	require.Equal(t, "seismo_rules_last_reload_successful 1", metricLine(t, base, "seismo_rules_last_reload_successful"))
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.wait(t))
 }
