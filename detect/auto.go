@@ -58,10 +58,11 @@ type AutoConfig struct {
 	// DayHalfLife is, per time-of-day slice, how many visits it takes to
 	// half forget.
 	DayHalfLife float64 `yaml:"day_half_life"`
-	// DayShortHalfLife is the likelihood's short window for time-of-day
-	// surprise: longer than ShortHalfLife because a changed daily shape
-	// shows over many samples, not in one.
-	DayShortHalfLife float64 `yaml:"day_short_half_life"`
+	// PatternHalfLife is the short window of the likelihoods over
+	// time-of-day surprise and step surprise (the change from the previous
+	// sample): longer than ShortHalfLife because a changed pattern shows
+	// over several samples, not in one.
+	PatternHalfLife float64 `yaml:"pattern_half_life"`
 }
 
 // DefaultAutoConfig returns the defaults, chosen by measurement on NAB (see
@@ -81,7 +82,7 @@ func DefaultAutoConfig() AutoConfig {
 		DayBuckets:       24,
 		MinDayVisits:     3,
 		DayHalfLife:      20,
-		DayShortHalfLife: 5,
+		PatternHalfLife:  5,
 	}
 }
 
@@ -97,6 +98,7 @@ func (c *AutoConfig) Validate() error {
 	checkHalfLife(&errs, "level_half_life", c.LevelHalfLife)
 	checkHalfLife(&errs, "short_half_life", c.ShortHalfLife)
 	checkHalfLife(&errs, "long_half_life", c.LongHalfLife)
+	checkHalfLife(&errs, "pattern_half_life", c.PatternHalfLife)
 	if !(c.SurpriseCap > 0) || math.IsInf(c.SurpriseCap, 0) {
 		errs.Addf("surprise_cap", "must be a positive number of standard deviations, got %v", c.SurpriseCap)
 	}
@@ -120,7 +122,6 @@ func (c *AutoConfig) Validate() error {
 			errs.Addf("min_day_visits", "must be at least 2, got %d", c.MinDayVisits)
 		}
 		checkHalfLife(&errs, "day_half_life", c.DayHalfLife)
-		checkHalfLife(&errs, "day_short_half_life", c.DayShortHalfLife)
 	}
 	return errs.Err()
 }
@@ -142,7 +143,7 @@ func (c *AutoConfig) fields() []configField {
 		{"surprise_cap", c.SurpriseCap}, {"short_half_life", c.ShortHalfLife}, {"long_half_life", c.LongHalfLife},
 		{"extreme_tolerance", c.ExtremeTolerance}, {"extreme_after", float64(c.ExtremeAfter)}, {"quiet", float64(c.Quiet)}, {"calm", float64(c.Calm)},
 		{"day_buckets", float64(c.DayBuckets)}, {"min_day_visits", float64(c.MinDayVisits)}, {"day_half_life", c.DayHalfLife},
-		{"day_short_half_life", c.DayShortHalfLife},
+		{"pattern_half_life", c.PatternHalfLife},
 	}
 }
 
@@ -154,9 +155,10 @@ func (c *AutoConfig) fields() []configField {
 //  2. turns surprise into a likelihood: how improbable the recent average
 //     surprise is against this series' own long-run distribution of it
 //     (Numenta's anomaly likelihood), so a noisy series must be surprising
-//     by its own standards; a second likelihood over the time-of-day
-//     surprise alone catches a changed daily shape; the less likely of the
-//     two is log-scaled into the score;
+//     by its own standards; further likelihoods over the time-of-day
+//     surprise alone and over the step from the previous sample catch a
+//     changed daily shape and sudden jumps; the least likely of the three
+//     is log-scaled into the score;
 //  3. once the range is established, scores a value beyond the range seen
 //     so far as anomalous outright;
 //  4. after an alert, holds the score at zero until the series has been
@@ -176,6 +178,9 @@ type Auto struct {
 	last   Verdict
 	day    Seasonal   // time-of-day baselines; unused when DayBuckets is 0
 	dayLik Likelihood // likelihood of the time-of-day surprise alone
+	step   Robust     // change from the previous sample
+	stepLk Likelihood // likelihood of step surprise
+	prev   float64
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -185,11 +190,13 @@ func NewAuto(c AutoConfig) *Auto {
 		level: NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
 		// 0.05: surprise is in standard deviations, so a long-run spread
 		// below 0.05 is noise, not a baseline to measure excursions by.
-		lik: NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05),
+		lik:    NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05),
+		step:   NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
+		stepLk: NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
 	}
 	if c.DayBuckets > 0 {
 		a.day = NewSeasonal(dayMs, c.DayBuckets, AlphaForHalfLife(c.DayHalfLife))
-		a.dayLik = NewLikelihood(c.DayShortHalfLife, c.LongHalfLife, 0.05)
+		a.dayLik = NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05)
 	}
 	return a
 }
@@ -205,7 +212,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	scale := max(a.level.Scale(), scaleFloor(loc))
 	surprise := 0.0
 	extreme := false
-	pDay := 1.0
+	pDay, pStep := 1.0, 1.0
 	if a.n == 1 {
 		a.lo, a.hi = x, x
 	} else {
@@ -221,12 +228,17 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 				pDay = a.dayLik.Update(daily)
 			}
 		}
+		d := x - a.prev
+		step := math.Abs(d-a.step.Loc()) / max(a.step.Scale(), scaleFloor(loc))
+		pStep = a.stepLk.Update(min(step, c.SurpriseCap))
+		a.step.Update(d)
 		tol := c.ExtremeTolerance * (a.hi - a.lo)
 		extreme = c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (x > a.hi+tol || x < a.lo-tol) &&
 			math.Abs(x-loc)/scale >= extremeMinZ
 		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 	}
-	p := min(a.lik.Update(surprise), pDay)
+	p := min(a.lik.Update(surprise), pDay, pStep)
+	a.prev = x
 	a.level.Update(x)
 	if c.DayBuckets > 0 {
 		a.day.Update(ts, x)
@@ -275,6 +287,9 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	encodeConfig(w, a.cfg.fields())
 	a.level.encode(w)
 	a.lik.encode(w)
+	a.step.encode(w)
+	a.stepLk.encode(w)
+	w.f64(a.prev)
 	w.f64(a.lo)
 	w.f64(a.hi)
 	w.u64(a.n)
@@ -297,6 +312,9 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	checkConfig(r, a.cfg.fields())
 	a.level.decode(r)
 	a.lik.decode(r)
+	a.step.decode(r)
+	a.stepLk.decode(r)
+	a.prev = r.f64()
 	a.lo = r.f64()
 	a.hi = r.f64()
 	a.n = r.u64()
