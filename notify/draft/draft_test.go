@@ -164,3 +164,31 @@ func TestZoneName(t *testing.T) {
 		})
 	}
 }
+
+// TestRefireDuringMonitoring: firing again while Monitoring goes back to
+// Investigating (or Identified when the cause is known) and cancels the
+// resolve.
+func TestRefireDuringMonitoring(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		cause string
+		want  draft.Phase
+	}{
+		{"no cause", "", draft.PhaseInvestigating},
+		{"cause known", "a rate limiter is rejecting most clients", draft.PhaseIdentified},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &model.Alert{Labels: labels.FromStrings("alertname", "X"), State: model.StateFiring, StartsAt: t0,
+				Explanation: &model.Explanation{Kind: "rate_limit_storm", Cause: tt.cause}}
+			inc := draft.NewIncident("k", nil)
+			inc.Observe([]*model.Alert{a}, t0)
+			require.Equal(t, []draft.Phase{draft.PhaseMonitoring}, inc.Observe([]*model.Alert{resolvedAt(a, t0.Add(5*time.Minute), 0)}, t0.Add(6*time.Minute)))
+			require.False(t, inc.Tick(t0.Add(10*time.Minute), 10*time.Minute), "holding")
+			require.Equal(t, []draft.Phase{tt.want}, inc.Observe([]*model.Alert{a}, t0.Add(11*time.Minute)))
+			require.False(t, inc.Tick(t0.Add(time.Hour), 10*time.Minute), "firing again: no resolve")
+			require.True(t, inc.Active())
+		})
+	}
+}
