@@ -175,6 +175,7 @@ type Auto struct {
 	n      uint64
 	quiet  int // samples of quiet left
 	calm   int // consecutive calm samples during the quiet period
+	calmP  float64
 	last   Verdict
 	day    Seasonal   // time-of-day baselines; unused when DayBuckets is 0
 	dayLik Likelihood // likelihood of the time-of-day surprise alone
@@ -186,7 +187,9 @@ type Auto struct {
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
 func NewAuto(c AutoConfig) *Auto {
 	a := &Auto{
-		cfg:   c,
+		cfg: c,
+		// LogTailScore(p) < Threshold/2, solved for p once.
+		calmP: math.Pow(1e-10, c.Threshold/2) - 1e-10,
 		level: NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
 		// 0.05: surprise is in standard deviations, so a long-run spread
 		// below 0.05 is noise, not a baseline to measure excursions by.
@@ -250,7 +253,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		v.State = StateWarmingUp
 	case a.quiet > 0:
 		a.quiet--
-		if LogTailScore(p) < c.Threshold/2 && !extreme {
+		if p > a.calmP && !extreme {
 			a.calm++
 		} else {
 			a.calm = 0

@@ -155,6 +155,23 @@ func TestSeasonal(t *testing.T) {
 	require.Equal(t, uint64(2), s.At(3*hour).Count())
 }
 
+func TestSeasonalBucketCache(t *testing.T) {
+	// 7 buckets over 100 ms: 14 ms each, the last one takes 16 ms.
+	s := NewSeasonal(100, 7, 0.5)
+	rng := rand.New(rand.NewPCG(4, 4))
+	ts := int64(-1000)
+	for range 5000 {
+		if rng.IntN(4) == 0 {
+			ts = rng.Int64N(2000) - 1000 // jump anywhere, even backwards
+		} else {
+			ts += rng.Int64N(5)
+		}
+		off := ((ts % 100) + 100) % 100
+		want := int(min(off/14, 6))
+		require.Equal(t, want, s.Bucket(ts), "ts %d", ts)
+	}
+}
+
 func TestNormalTailAndLogScore(t *testing.T) {
 	require.InDelta(t, 0.5, NormalTail(0), 1e-15)
 	require.InDelta(t, 0.158655, NormalTail(1), 1e-6)

@@ -46,17 +46,20 @@ func NewLikelihood(shortHalfLife, longHalfLife, minStd float64) Likelihood {
 }
 
 // Update adds a raw value and returns the tail probability of the recent
-// average; 1 means "not above the long-run mean". The long-run distribution
+// average; 1 means "not more than one standard deviation above the
+// long-run mean". The long-run distribution
 // learns the average after it is judged, so a sample does not mask itself.
 func (l *Likelihood) Update(raw float64) float64 {
 	l.short.Update(raw)
 	avg := l.short.Mean()
 	p := 1.0
-	// At or below the long-run mean nothing is unusual; reporting 1 there
-	// (instead of a tail probability between 0.5 and 1) also skips the
-	// costly Erfc on about half the samples.
-	if l.long.Count() > 0 && avg > l.long.Mean() {
-		p = NormalTail((avg - l.long.Mean()) / max(l.long.Std(), l.minStd))
+	// Within one standard deviation above the long-run mean (or below it)
+	// nothing is unusual; reporting 1 there instead of a tail probability
+	// above 0.16 also skips the costly Erfc on most samples.
+	if d := avg - l.long.Mean(); l.long.Count() > 0 && d > 0 {
+		if z := d / max(l.long.Std(), l.minStd); z > 1 {
+			p = NormalTail(z)
+		}
 	}
 	l.long.Update(avg)
 	return p

@@ -8,6 +8,11 @@ type Seasonal struct {
 	periodMs int64
 	bucketMs int64
 	buckets  []EWMA
+	// The last bucket looked up and the time span it covers, so that
+	// consecutive samples in one bucket skip two 64-bit divisions. Derived
+	// state: not part of snapshots.
+	lastIdx            int
+	lastFrom, lastTill int64
 }
 
 // NewSeasonal returns a baseline with the given period and number of
@@ -26,11 +31,22 @@ func NewSeasonal(periodMs int64, buckets int, alpha float64) Seasonal {
 
 // Bucket returns the bucket index for ts (Unix milliseconds, UTC).
 func (s *Seasonal) Bucket(ts int64) int {
+	if ts >= s.lastFrom && ts < s.lastTill {
+		return s.lastIdx
+	}
 	off := ts % s.periodMs
 	if off < 0 {
 		off += s.periodMs
 	}
-	return int(min(off/s.bucketMs, int64(len(s.buckets)-1)))
+	last := int64(len(s.buckets) - 1)
+	idx := min(off/s.bucketMs, last)
+	s.lastIdx = int(idx)
+	s.lastFrom = ts - (off - idx*s.bucketMs)
+	s.lastTill = s.lastFrom + s.bucketMs
+	if idx == last { // the last bucket takes the remainder of the period
+		s.lastTill = s.lastFrom + s.periodMs - idx*s.bucketMs
+	}
+	return s.lastIdx
 }
 
 // At returns the bucket statistics for ts; Count() == 0 means that part of
