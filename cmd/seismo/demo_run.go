@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -197,22 +198,9 @@ func runDemo(ctx context.Context, cli *cliEnv, o demoRunOptions) (err error) {
 	if err := os.WriteFile(cfgFile, buf.Bytes(), 0o600); err != nil {
 		return err
 	}
-	load := func() (*config.Config, error) { return config.Load(config.LoadOptions{File: cfgFile}) }
-	cfg, err := load()
+	a, err := newAgentFromFile(cfgFile, logW)
 	if err != nil {
-		return fmt.Errorf("demo config:\n%w", err)
-	}
-	logger, level, err := newLogger(logW, cfg.Log)
-	if err != nil {
-		return err
-	}
-	a, err := newAgent(cfg, agentOptions{logger: logger, load: load})
-	if err != nil {
-		return err
-	}
-	if err := wire(a, cfg, level); err != nil {
-		a.web.Close()
-		return err
+		return fmt.Errorf("demo agent: %w", err)
 	}
 	serve("agent", a.run)
 
@@ -288,4 +276,27 @@ func demoStatus(gen *loadgen.Generator, svc *demo.Service) func() string {
 		return fmt.Sprintf("load %.0f req/s: 2xx %.0f%% 429 %.0f%% 5xx %.0f%% failed %.0f%%%s",
 			float64(d.Sent)/max(secs, 1e-9), pct(d.OK), pct(d.Limited), pct(d.ServerErrors), pct(d.Failed), faults)
 	}
+}
+
+// newAgentFromFile builds an agent from a config file exactly as "seismo
+// run" does (newAgent, then wire), logging to logW; the caller runs it.
+func newAgentFromFile(cfgFile string, logW io.Writer) (*agent, error) {
+	load := func() (*config.Config, error) { return config.Load(config.LoadOptions{File: cfgFile}) }
+	cfg, err := load()
+	if err != nil {
+		return nil, fmt.Errorf("load config:\n%w", err)
+	}
+	logger, level, err := newLogger(logW, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	a, err := newAgent(cfg, agentOptions{logger: logger, load: load})
+	if err != nil {
+		return nil, err
+	}
+	if err := wire(a, cfg, level); err != nil {
+		a.web.Close()
+		return nil, err
+	}
+	return a, nil
 }
