@@ -31,6 +31,8 @@ notify:
       - receiver: am
         matchers: ['severity="page"']
         group_by: ['...']
+        group_interval: 30s
+        repeat_interval: 1m
         continue: true
       - receiver: hook             # the root receiver gets only what no child matched
   receivers:

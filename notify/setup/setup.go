@@ -128,6 +128,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs.Merge("route", c.Route.Validate(names))
+	c.checkAlertmanagerTimings(&errs, c.Route, "route", c.Route.GroupInterval, c.Route.RepeatInterval)
 	errs.Merge("drafts", c.Drafts.Validate())
 	for i, n := range c.Drafts.Receivers {
 		if !slices.Contains(names, n) {
@@ -156,6 +157,30 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errs.Err()
+}
+
+// checkAlertmanagerTimings reports routes to Alertmanager receivers whose
+// timings would let Alertmanager expire firing alerts between re-sends: a
+// group is re-sent after repeat_interval, at the next group_interval tick.
+func (c *Config) checkAlertmanagerTimings(errs *configutil.Errors, r notify.RouteConfig, path string, gi, ri time.Duration) {
+	gi, ri = cmp.Or(r.GroupInterval, gi), cmp.Or(r.RepeatInterval, ri)
+	for _, recv := range c.Receivers {
+		if recv.Name != r.Receiver {
+			continue
+		}
+		for _, ac := range recv.AlertmanagerConfigs {
+			if ri+gi > ac.EndsAtAhead {
+				errs.Addf(path+".repeat_interval", "receiver %q sends to Alertmanager with ends_at_ahead %s, but repeat_interval %s plus group_interval %s lets firing alerts expire there between re-sends",
+					recv.Name, ac.EndsAtAhead, ri, gi)
+			}
+		}
+	}
+	for i, child := range r.Routes {
+		if child.Receiver == "" {
+			child.Receiver = r.Receiver
+		}
+		c.checkAlertmanagerTimings(errs, child, fmt.Sprintf("%s.routes[%d]", path, i), gi, ri)
+	}
 }
 
 // Deps are what Build needs from the agent.

@@ -2,6 +2,7 @@ package setup_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/seismo-agent/seismo/internal/configutil"
 	"github.com/seismo-agent/seismo/internal/model"
+	"github.com/seismo-agent/seismo/notify"
 	"github.com/seismo-agent/seismo/notify/alertmanager"
 	"github.com/seismo-agent/seismo/notify/draft"
 	"github.com/seismo-agent/seismo/notify/file"
@@ -95,4 +97,37 @@ func TestResolveSecretsAndTemplates(t *testing.T) {
 	err = c.Validate()
 	require.Error(t, err)
 	require.True(t, strings.Contains(err.Error(), "templates:"), err.Error())
+}
+
+func TestAlertmanagerTimings(t *testing.T) {
+	am := setup.Receiver{Name: "am", AlertmanagerConfigs: []alertmanager.Config{{URLs: []configutil.Secret{"http://am:9093"}}}}
+	tests := []struct {
+		name  string
+		route notify.RouteConfig
+		want  string
+	}{
+		{"root defaults expire alerts", notify.RouteConfig{Receiver: "am"},
+			`route.repeat_interval: receiver "am" sends to Alertmanager with ends_at_ahead 5m0s, but repeat_interval 4h0m0s plus group_interval 5m0s`},
+		{"child recipe is fine", notify.RouteConfig{Receiver: "stdout", Routes: []notify.RouteConfig{
+			{Receiver: "am", GroupBy: []string{"..."}, GroupInterval: 30 * time.Second, RepeatInterval: time.Minute}}}, ""},
+		{"child inherits too long", notify.RouteConfig{Receiver: "stdout", Routes: []notify.RouteConfig{{Receiver: "am", GroupInterval: 30 * time.Second}}},
+			`route.routes[0].repeat_interval: receiver "am"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := setup.DefaultConfig()
+			def := notify.DefaultRoute()
+			tt.route.GroupWait, tt.route.GroupInterval, tt.route.RepeatInterval, tt.route.GroupBy =
+				def.GroupWait, cmp.Or(tt.route.GroupInterval, def.GroupInterval), cmp.Or(tt.route.RepeatInterval, def.RepeatInterval), def.GroupBy
+			c.Route = tt.route
+			c.Receivers = append(c.Receivers, am)
+			require.NoError(t, c.Resolve(t.TempDir()))
+			err := c.Validate()
+			if tt.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
 }
