@@ -35,7 +35,10 @@ func (e *EWMA) Update(x float64) {
 	// Until 1/alpha samples have been seen, weight them equally (a plain
 	// running mean and variance); otherwise the first sample would dominate
 	// for about 1/alpha samples and the variance would start near zero.
-	a := max(e.alpha, 1/float64(e.n))
+	a := e.alpha
+	if float64(e.n)*a < 1 { // max(alpha, 1/n) without a division per update
+		a = 1 / float64(e.n)
+	}
 	d := x - e.mean
 	incr := a * d
 	e.mean += incr

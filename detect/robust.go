@@ -33,7 +33,10 @@ func (r *Robust) Update(x float64) {
 	// Equal weights until 1/alpha samples have been seen, as in EWMA, so
 	// the scale does not start from zero; clipping waits for a few samples
 	// so that the first deviations can set the scale.
-	a := max(r.alpha, 1/float64(r.n-1))
+	a := r.alpha
+	if float64(r.n-1)*a < 1 { // max(alpha, 1/(n-1)) without a division per update
+		a = 1 / float64(r.n-1)
+	}
 	d := x - r.loc
 	ad := math.Abs(d)
 	if r.n > 4 && r.mad > 0 {
