@@ -77,6 +77,22 @@ func TestTimings(t *testing.T) {
 			},
 		},
 		{
+			name: "the worked example in docs/notify.md",
+			steps: []step{
+				{at: 0, fire: []string{"Latency/a"}},
+				{at: 10 * time.Second, fire: []string{"Latency/b"}},
+				{at: 2 * time.Minute, fire: []string{"Latency/c"}},
+				{at: time.Hour, resolve: []string{"Latency/a"}},
+			},
+			end: 5*time.Hour + time.Minute,
+			want: []string{
+				`00:00:30 {alertname="Latency"}: a=firing b=firing`,
+				`00:05:30 {alertname="Latency"}: a=firing b=firing c=firing`,
+				`01:00:30 {alertname="Latency"}: a=resolved b=firing c=firing`,
+				`05:00:30 {alertname="Latency"}: b=firing c=firing`,
+			},
+		},
+		{
 			name: "groups by alertname are independent",
 			steps: []step{
 				{at: 0, fire: []string{"Latency/a"}},
