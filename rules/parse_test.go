@@ -3,7 +3,9 @@ package rules
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,5 +164,40 @@ func TestRealRegistry(t *testing.T) {
 			require.Equal(t, `sum by (tenant) (rate(http_requests_total{job="shop"}[1m]))`, r.Detector.Signals[0].Expr)
 			require.Equal(t, "tenant", r.Detector.KeyLabel)
 		}
+	}
+}
+
+// TestConfigsExamples checks every rule file shipped under configs/
+// (*.rules.yml, or anything under a rules/ directory) against the real
+// registry, and runs every unit-test file there, so examples never rot.
+func TestConfigsExamples(t *testing.T) {
+	var ruleFiles, testFiles []string
+	err := filepath.WalkDir("../configs", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		switch {
+		case strings.HasSuffix(path, ".test.yml"):
+			testFiles = append(testFiles, path)
+		case strings.HasSuffix(path, ".rules.yml"), strings.Contains(filepath.ToSlash(path), "/rules/"):
+			ruleFiles = append(ruleFiles, path)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.NotEmpty(t, ruleFiles)
+	for _, f := range ruleFiles {
+		t.Run(f, func(t *testing.T) {
+			_, err := ParseFiles(ParseOptions{}, f)
+			require.NoError(t, err)
+		})
+	}
+	for _, f := range testFiles {
+		t.Run(f, func(t *testing.T) {
+			var out bytes.Buffer
+			ok, err := RunUnitTests(context.Background(), &out, UnitTestOptions{}, f)
+			require.NoError(t, err)
+			require.True(t, ok, out.String())
+		})
 	}
 }
