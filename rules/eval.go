@@ -403,7 +403,7 @@ func (rs *ruleState) apply(ctx context.Context, ts time.Time, obsv []obs) []*mod
 			fp := lset.Hash()
 			if a := rs.alerts[fp]; a != nil {
 				seen[fp] = true
-				rs.stepAlert(ts, fp, a, o)
+				rs.stepAlert(ctx, ts, fp, a, o)
 			}
 			continue
 		}
@@ -423,13 +423,13 @@ func (rs *ruleState) apply(ctx context.Context, ts time.Time, obsv []obs) []*mod
 		if o.cond.active {
 			a.Verdict, a.Explanation = o.verdict, o.expl
 		}
-		rs.stepAlert(ts, fp, a, o)
+		rs.stepAlert(ctx, ts, fp, a, o)
 	}
 	for fp, a := range rs.alerts {
 		if seen[fp] {
 			continue
 		}
-		rs.stepAlert(ts, fp, a, obs{})
+		rs.stepAlert(ctx, ts, fp, a, obs{})
 	}
 	var out []*model.Alert
 	for _, a := range rs.alerts {
@@ -444,12 +444,12 @@ func (rs *ruleState) apply(ctx context.Context, ts time.Time, obsv []obs) []*mod
 	return out
 }
 
-func (rs *ruleState) stepAlert(ts time.Time, fp uint64, a *alertState, o obs) {
+func (rs *ruleState) stepAlert(ctx context.Context, ts time.Time, fp uint64, a *alertState, o obs) {
 	from := a.State
 	if !o.cond.known && from == model.StateFiring && rs.rule.Type == TypeAlerting {
 		// The series left the result: the condition no longer holds.
 		// Record the value the expression's left-hand side has now.
-		if v, ok := rs.resolveValue(ts, a.Labels); ok {
+		if v, ok := rs.resolveValue(ctx, ts, a.Labels); ok {
 			o.cond.known, o.cond.value = true, v
 		}
 	}
@@ -470,7 +470,7 @@ func (rs *ruleState) stepAlert(ts time.Time, fp uint64, a *alertState, o obs) {
 // resolveValue evaluates the non-literal side of a comparison such as
 // `x > 0.05` for the resolved alert's series, so a resolve message carries
 // the value at resolve time rather than the last firing value.
-func (rs *ruleState) resolveValue(ts time.Time, alertLabels labels.Labels) (float64, bool) {
+func (rs *ruleState) resolveValue(ctx context.Context, ts time.Time, alertLabels labels.Labels) (float64, bool) {
 	be, ok := rs.rule.expr.(*parser.BinaryExpr)
 	if !ok || !be.Op.IsComparisonOperator() || be.ReturnBool {
 		return 0, false
@@ -481,8 +481,6 @@ func (rs *ruleState) resolveValue(ts time.Time, alertLabels labels.Labels) (floa
 	} else if _, lit := be.RHS.(*parser.NumberLiteral); !lit {
 		return 0, false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	vec, err := rs.group.env.source.Instant(ctx, side.String(), rs.queryTime(ts))
 	if err != nil {
 		return 0, false

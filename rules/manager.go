@@ -75,7 +75,7 @@ type Manager struct {
 	groups  []*groupState
 	runCtx  context.Context
 	loops   map[*groupState]*loop
-	restore *savedState // state read at start, consumed as rules appear
+	restore *savedState // state read at start, claimed by the first rules loaded
 	started chan struct{}
 	startOK sync.Once
 	closed  bool
@@ -236,7 +236,10 @@ func (m *Manager) swap(cfg Config, groups []*Group) {
 	}
 	transferState(m.groups, next)
 	if m.restore != nil {
+		// The first rules loaded claim the saved state; what is left
+		// belongs to rules that no longer exist and is dropped.
 		m.restore.apply(next)
+		m.restore = nil
 	}
 	old := m.groups
 	m.groups, m.cfg = next, cfg

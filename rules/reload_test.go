@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -184,4 +185,40 @@ func TestWatchReloadsChangedFile(t *testing.T) {
 	writeRules(t, dir, "r.yml", "groups: [{name: d, rules: [{alert: A, expr: 'x =='}]}]")
 	require.ErrorContains(t, wait(), "r.yml:1:45")
 	require.Equal(t, []string{"c"}, names(), "a broken edit keeps the running rules")
+}
+
+// TestSaveKeepsDiskUntilRulesLoad checks that a save before any rules are
+// loaded does not wipe the saved state, and that state of rules that no
+// longer exist is dropped once rules load.
+func TestSaveKeepsDiskUntilRulesLoad(t *testing.T) {
+	lset := labels.FromStrings("__name__", "x")
+	src := vecSource(lset, func(string, time.Time) (float64, bool) { return 9, true })
+	dataDir := t.TempDir()
+	m, cfg := newTestManager(t, src, &recorder{}, dataDir, "groups: [{name: g, rules: [{alert: A, expr: 'x > 5'}, {alert: B, expr: 'x > 5'}]}]")
+	require.NoError(t, m.EvalGroups(context.Background(), t0))
+	require.NoError(t, m.Save())
+	require.NoError(t, m.Close())
+
+	open := func() *Manager {
+		m, err := NewManager(Options{Source: src, Lookup: fakeLookup, Kinds: fakeKindNames, DataDir: dataDir})
+		require.NoError(t, err)
+		return m
+	}
+	m2 := open()
+	require.NoError(t, m2.Save(), "nothing loaded yet")
+	require.NoError(t, m2.Close())
+
+	m3 := open()
+	writeRules(t, filepath.Dir(cfg.Files[0]), "r.yml", "groups: [{name: g, rules: [{alert: A, expr: 'x > 5'}]}]")
+	require.NoError(t, m3.ApplyConfig(cfg))
+	require.Len(t, m3.Alerts(), 1, "A's state survived the early save")
+	require.NoError(t, m3.Save())
+	require.NoError(t, m3.Close())
+
+	st, err := openStateDB(dataDir)
+	require.NoError(t, err)
+	defer st.close()
+	saved, err := st.load()
+	require.NoError(t, err)
+	require.Len(t, saved.alerts, 1, "B's state is gone with B")
 }

@@ -144,8 +144,11 @@ func (m *Manager) Save() error {
 		return nil
 	}
 	m.mu.Lock()
-	groups := m.groups
+	groups, unclaimed := m.groups, m.restore != nil
 	m.mu.Unlock()
+	if unclaimed {
+		return nil // no rules loaded yet: keep what is on disk
+	}
 	alerts := map[string][]byte{}
 	dets := map[string][]byte{}
 	for _, g := range groups {
@@ -178,24 +181,6 @@ func (m *Manager) Save() error {
 		}
 	}
 	m.mu.Lock()
-	// Keep restored state that no loaded rule claimed yet (a rule file
-	// that is temporarily broken must not lose its state).
-	if m.restore != nil {
-		for k, v := range m.restore.alerts {
-			if _, ok := alerts[k]; !ok {
-				if b, err := json.Marshal(v); err == nil {
-					alerts[k] = b
-				}
-			}
-		}
-		for k, v := range m.restore.detectors {
-			if _, ok := dets[k]; !ok {
-				if b, err := json.Marshal(v); err == nil {
-					dets[k] = b
-				}
-			}
-		}
-	}
 	closed := m.closed
 	m.mu.Unlock()
 	if closed {
