@@ -207,6 +207,13 @@ func (d *Dispatcher) ApplyConfig(cfg *Config) error {
 	}
 	if d.runCtx != nil {
 		d.startWorkersLocked()
+		// Wake every worker, so those of removed integrations retire.
+		for _, ch := range d.workers {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
 	}
 	return nil
 }
@@ -324,6 +331,10 @@ func (d *Dispatcher) ensureWorkerLocked(id string) {
 func (d *Dispatcher) integration(id string) (Integration, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.integrationLocked(id)
+}
+
+func (d *Dispatcher) integrationLocked(id string) (Integration, bool) {
 	if d.cfg == nil {
 		return Integration{}, false
 	}
@@ -495,20 +506,19 @@ func (d *Dispatcher) runWorker(ctx context.Context, id string, wake <-chan struc
 	lbl := fmt.Sprintf(`{integration=%q,receiver=%q}`, typ, recv)
 	qlen := d.metrics.GetOrCreateGauge("seismo_notify_queue_length"+lbl, nil)
 	for {
+		in, ok := d.integration(id)
+		if !ok && d.retireWorker(id) {
+			return
+		}
 		qlen.Set(float64(d.ob.len(id)))
 		e := d.ob.head(id)
-		if e == nil {
+		if e == nil || !ok {
 			select {
 			case <-ctx.Done():
 				return
 			case <-wake:
 				continue
 			}
-		}
-		in, ok := d.integration(id)
-		if !ok {
-			d.dropRemoved(id)
-			return
 		}
 		retry, err := d.attempt(ctx, in, e)
 		if ctx.Err() != nil {
@@ -570,28 +580,48 @@ func (d *Dispatcher) removeEntry(e *entry) {
 	}
 }
 
-func (d *Dispatcher) dropRemoved(id string) {
+// retireWorker ends the worker of an integration that is no longer
+// configured: its pending notifications are dropped (counted and logged) and
+// its metrics deleted. It reports false if the integration came back.
+func (d *Dispatcher) retireWorker(id string) bool {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.integrationLocked(id); ok {
+		return false
+	}
 	delete(d.workers, id)
-	d.mu.Unlock()
-	recv, typ := splitID(id)
 	n := 0
 	for e := d.ob.head(id); e != nil; e = d.ob.head(id) {
 		d.removeEntry(e)
 		n++
 	}
 	if n > 0 {
-		d.metrics.GetOrCreateCounter(fmt.Sprintf(`seismo_notify_notifications_failed_total{integration=%q,receiver=%q,reason="receiver_removed"}`, typ, recv)).Add(n)
+		d.metrics.GetOrCreateCounter(`seismo_notify_notifications_dropped_total{reason="receiver_removed"}`).Add(n)
 		d.logger.Warn("dropped pending notifications of a receiver that is no longer configured", "integration", id, "count", n)
 	}
+	for _, name := range integrationMetrics(splitID(id)) {
+		d.metrics.UnregisterMetric(name)
+	}
+	return true
+}
+
+// integrationMetrics names the series kept per integration.
+func integrationMetrics(receiver, typ string) []string {
+	lbl := fmt.Sprintf(`{integration=%q,receiver=%q}`, typ, receiver)
+	names := []string{"seismo_notify_notifications_total" + lbl, "seismo_notify_notification_retries_total" + lbl, "seismo_notify_queue_length" + lbl}
+	for _, r := range []string{"transient", "permanent", "queue_full"} {
+		names = append(names, fmt.Sprintf(`seismo_notify_notifications_failed_total{integration=%q,receiver=%q,reason=%q}`, typ, receiver, r))
+	}
+	return names
 }
 
 func (d *Dispatcher) initMetrics(in *Integration) {
-	lbl := fmt.Sprintf(`{integration=%q,receiver=%q}`, in.Type, in.receiver)
-	d.metrics.GetOrCreateCounter("seismo_notify_notifications_total" + lbl)
-	d.metrics.GetOrCreateCounter("seismo_notify_notification_retries_total" + lbl)
-	for _, r := range []string{"transient", "permanent", "queue_full"} {
-		d.metrics.GetOrCreateCounter(fmt.Sprintf(`seismo_notify_notifications_failed_total{integration=%q,receiver=%q,reason=%q}`, in.Type, in.receiver, r))
+	for _, name := range integrationMetrics(in.receiver, in.Type) {
+		if strings.HasPrefix(name, "seismo_notify_queue_length") {
+			d.metrics.GetOrCreateGauge(name, nil)
+			continue
+		}
+		d.metrics.GetOrCreateCounter(name)
 	}
 }
 

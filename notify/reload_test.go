@@ -44,7 +44,8 @@ func TestReloadKeepsState(t *testing.T) {
 }
 
 // TestReloadDropsRemovedReceiver: pending notifications of a receiver that
-// the new config no longer has are dropped with a metric.
+// the new config no longer has are dropped with a metric, and the
+// receiver's own series are deleted.
 func TestReloadDropsRemovedReceiver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		down := &fake{fail: func(int) (bool, error) { return true, errors.New("down") }}
@@ -65,6 +66,9 @@ func TestReloadDropsRemovedReceiver(t *testing.T) {
 		synctest.Wait()
 		stop()
 		require.Zero(t, d.Pending())
-		require.Equal(t, uint64(1), counter(set, `seismo_notify_notifications_failed_total{integration="fake",receiver="team",reason="receiver_removed"}`))
+		require.Equal(t, uint64(1), counter(set, `seismo_notify_notifications_dropped_total{reason="receiver_removed"}`))
+		for _, name := range set.ListMetricNames() {
+			require.NotContains(t, name, `receiver="team"`, "metrics of a removed receiver are deleted")
+		}
 	})
 }
