@@ -205,12 +205,6 @@ func (rs *ruleState) api() apiRule {
 				d.WarmingUp++
 			}
 		}
-		if rs.comp != nil {
-			d.Series = 1
-			if rs.composite.last.State == detect.StateWarmingUp {
-				d.WarmingUp = 1
-			}
-		}
 		if len(r.Detector.Signals) > 0 {
 			d.Signals = map[string]string{}
 			var q []string

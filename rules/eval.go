@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,10 +41,12 @@ type Transition struct {
 	Explanation                   *model.Explanation
 }
 
-// seriesState is one univariate detector instance and its recent history.
+// seriesState is one detector instance (univariate: per series; composite:
+// per group) and its recent history.
 type seriesState struct {
 	labels   labels.Labels
 	det      detect.Detector
+	comp     detect.Composite
 	lastSeen time.Time
 	last     detect.Verdict
 	// run counts consecutive anomalous verdicts (spike vs level shift).
@@ -64,14 +67,12 @@ type ruleState struct {
 	rule  *Rule
 	group *groupState
 
-	mu        sync.Mutex
-	series    map[uint64]*seriesState
-	composite *seriesState
-	comp      detect.Composite
-	alerts    map[uint64]*alertState
-	lastEval  time.Time
-	evalDur   time.Duration
-	lastErr   error
+	mu       sync.Mutex
+	series   map[uint64]*seriesState
+	alerts   map[uint64]*alertState
+	lastEval time.Time
+	evalDur  time.Duration
+	lastErr  error
 	// warmed is set once a warm start was tried.
 	warmed bool
 }
@@ -290,61 +291,119 @@ func (rs *ruleState) warmStart(ctx context.Context, ts time.Time) {
 	}
 }
 
-// evalComposite queries every signal and feeds the rule's one composite
-// detector.
+// evalComposite queries every signal and feeds one composite detector per
+// group. Groups are the label sets of the first signal's series (without
+// the key label of a per-key signal): `sum(...)` makes one group,
+// `sum by (instance) (...)` one per instance. A series of another signal
+// feeds every group whose labels include its own, so a signal without
+// labels (say, host CPU) feeds them all: a series feeds every group it
+// does not contradict (no label of the group with another value).
 func (rs *ruleState) evalComposite(ctx context.Context, ts time.Time) ([]*model.Alert, error) {
 	r := rs.rule
-	in := detect.Inputs{}
-	first := math.NaN()
-	for i, sig := range r.Detector.Signals {
+	d := r.Detector
+	vecs := make([]promql.Vector, len(d.Signals))
+	for i, sig := range d.Signals {
 		vec, err := rs.group.env.source.Instant(ctx, sig.Expr, rs.queryTime(ts))
 		if err != nil {
 			return nil, fmt.Errorf("signal %s: %w", sig.Name, err)
 		}
-		in[sig.Name] = toSamples(vec, sig.PerKey, r.Detector.KeyLabel)
-		if i == 0 && len(in[sig.Name]) > 0 {
-			first = 0
-			for _, s := range in[sig.Name] {
-				first += s.Value
-			}
+		vecs[i] = vec
+	}
+	groupOf := func(sig Signal, l labels.Labels) labels.Labels {
+		b := labels.NewBuilder(l)
+		b.Del(labels.MetricName)
+		if sig.PerKey && d.KeyLabel != "" {
+			b.Del(d.KeyLabel)
 		}
+		return b.Labels()
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if rs.comp == nil {
-		c, err := r.Detector.Config.(detect.CompositeConfig).New()
-		if err != nil {
-			return nil, fmt.Errorf("new detector: %w", err)
-		}
-		rs.comp = c
-		rs.composite = &seriesState{}
+	groups := map[uint64]labels.Labels{}
+	for _, s := range vecs[0] {
+		g := groupOf(d.Signals[0], s.Metric)
+		groups[g.Hash()] = g
 	}
-	res := rs.comp.Observe(ts.UnixMilli(), in)
-	rs.composite.lastSeen, rs.composite.last = ts, res.Verdict
-	if !math.IsNaN(first) {
-		rs.composite.push(first)
-		if obs := rs.group.env.onObserve; obs != nil {
-			v := res.Verdict
-			obs(r, labels.FromStrings("signal", r.Detector.Signals[0].Name), TracePoint{T: ts, Value: first, Expected: v.Expected, Lower: v.Lower, Upper: v.Upper, HasBand: v.State != detect.StateWarmingUp && v.Upper > v.Lower})
+	if len(groups) == 0 {
+		// No first signal this tick: judge the known groups on what is left.
+		for k, ss := range rs.series {
+			groups[k] = ss.labels
+		}
+		if len(groups) == 0 {
+			groups[labels.EmptyLabels().Hash()] = labels.EmptyLabels()
 		}
 	}
-	o := obs{
-		lset:    labels.EmptyLabels(),
-		verdict: res.Verdict,
-		expl:    res.Explanation,
-		cond: condition{
-			known:   true,
-			value:   res.Score,
-			active:  res.State == detect.StateAnomalous,
-			warming: res.State == detect.StateWarmingUp,
-		},
+	keys := make([]uint64, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
 	}
-	if res.Informational && o.cond.active {
-		b := labels.NewBuilder(o.lset)
-		b.Set("severity", "info")
-		o.lset = b.Labels()
+	slices.Sort(keys)
+	obsv := make([]obs, 0, len(groups))
+	for _, key := range keys {
+		g := groups[key]
+		in := detect.Inputs{}
+		first := math.NaN()
+		for i, sig := range d.Signals {
+			var vec promql.Vector
+			for _, s := range vecs[i] {
+				if compatible(s.Metric, g) {
+					vec = append(vec, s)
+				}
+			}
+			in[sig.Name] = toSamples(vec, sig.PerKey, d.KeyLabel)
+			if i == 0 && len(vec) > 0 {
+				first = 0
+				for _, s := range vec {
+					first += s.F
+				}
+			}
+		}
+		ss := rs.series[key]
+		if ss == nil {
+			c, err := d.Config.(detect.CompositeConfig).New()
+			if err != nil {
+				return nil, fmt.Errorf("new detector: %w", err)
+			}
+			ss = &seriesState{labels: g, comp: c}
+			rs.series[key] = ss
+		}
+		res := ss.comp.Observe(ts.UnixMilli(), in)
+		ss.lastSeen, ss.last = ts, res.Verdict
+		if !math.IsNaN(first) {
+			ss.push(first)
+			if obs := rs.group.env.onObserve; obs != nil {
+				v := res.Verdict
+				tl := labels.NewBuilder(g)
+				tl.Set("signal", d.Signals[0].Name)
+				obs(r, tl.Labels(), TracePoint{T: ts, Value: first, Expected: v.Expected, Lower: v.Lower, Upper: v.Upper,
+					HasBand: v.State != detect.StateWarmingUp && v.Upper > v.Lower})
+			}
+		}
+		o := obs{
+			lset:    g,
+			series:  key,
+			verdict: res.Verdict,
+			expl:    res.Explanation,
+			cond: condition{
+				known:   true,
+				value:   res.Score,
+				active:  res.State == detect.StateAnomalous,
+				warming: res.State == detect.StateWarmingUp,
+			},
+		}
+		if res.Informational && o.cond.active {
+			b := labels.NewBuilder(o.lset)
+			b.Set("severity", "info")
+			o.lset = b.Labels()
+		}
+		obsv = append(obsv, o)
 	}
-	return rs.apply(ctx, ts, []obs{o}), nil
+	for k, ss := range rs.series {
+		if ts.Sub(ss.lastSeen) > rs.group.env.grace {
+			delete(rs.series, k)
+		}
+	}
+	return rs.apply(ctx, ts, obsv), nil
 }
 
 // toSamples turns a query result into detector samples: per key (the
@@ -493,6 +552,18 @@ func (rs *ruleState) resolveValue(ctx context.Context, ts time.Time, alertLabels
 	return 0, false
 }
 
+// compatible reports whether series has no label of group with another
+// value.
+func compatible(series, group labels.Labels) bool {
+	ok := true
+	group.Range(func(l labels.Label) {
+		if v := series.Get(l.Name); v != "" && v != l.Value {
+			ok = false
+		}
+	})
+	return ok
+}
+
 // labelsMatch reports whether every label of series (but its name) has the
 // same value in alert.
 func labelsMatch(series, alert labels.Labels) bool {
@@ -564,12 +635,8 @@ func (rs *ruleState) toModel(a *alertState, ts time.Time) *model.Alert {
 		m.EndsAt = ts.Add(validFor)
 	}
 	var recent []float64
-	if a.Series != 0 {
-		if ss := rs.series[a.Series]; ss != nil {
-			recent = ss.recent
-		}
-	} else if rs.composite != nil {
-		recent = rs.composite.recent
+	if ss := rs.series[a.Series]; ss != nil && a.Series != 0 {
+		recent = ss.recent
 	}
 	m.Recent = append([]float64(nil), recent...)
 	return m

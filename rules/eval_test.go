@@ -306,7 +306,62 @@ func TestCompositeRule(t *testing.T) {
 	require.Equal(t, "a is 50", sent[0].Explanation.Summary)
 	require.Equal(t, []float64{1, 50}, sent[0].Recent)
 	rs := m.groups[0].rules[0]
-	require.Equal(t, []string{"c1", "c2"}, rs.comp.(*fakeComposite).Keys, "per-key samples keyed by key_label, sorted")
+	require.Len(t, rs.series, 1, "one group: the first signal has no labels")
+	for _, ss := range rs.series {
+		require.Equal(t, []string{"c1", "c2"}, ss.comp.(*fakeComposite).Keys, "per-key samples keyed by key_label, sorted")
+	}
+}
+
+// TestCompositeGroups splits a composite rule by the first signal's labels:
+// one detector and one alert per instance; a label-less signal feeds every
+// group, a labelled one only its own.
+func TestCompositeGroups(t *testing.T) {
+	a := map[string]float64{"i1": 1, "i2": 1}
+	src := &fakeSource{instant: func(q string, ts time.Time) (promql.Vector, error) {
+		switch q {
+		case "a":
+			return promql.Vector{
+				{Metric: labels.FromStrings("instance", "i1"), F: a["i1"]},
+				{Metric: labels.FromStrings("instance", "i2"), F: a["i2"]},
+			}, nil
+		case "b":
+			return promql.Vector{
+				{Metric: labels.FromStrings("instance", "i1", "client", "x"), F: 1},
+				{Metric: labels.FromStrings("instance", "i2", "client", "y"), F: 1},
+				{Metric: labels.FromStrings("client", "z"), F: 1},
+			}, nil
+		}
+		return nil, nil
+	}}
+	rec := &recorder{}
+	dataDir := t.TempDir()
+	m, cfg := newTestManager(t, src, rec, dataDir, "groups: [{name: g, rules: [{anomaly: S, detector: {type: fakecomp, a: a, b: b}}]}]")
+	ctx := context.Background()
+	require.NoError(t, m.EvalGroups(ctx, t0))
+	rs := m.groups[0].rules[0]
+	require.Len(t, rs.series, 2)
+	keys := map[string][]string{}
+	for _, ss := range rs.series {
+		keys[ss.labels.String()] = ss.comp.(*fakeComposite).Keys
+	}
+	require.Equal(t, map[string][]string{`{instance="i1"}`: {"x", "z"}, `{instance="i2"}`: {"y", "z"}}, keys)
+
+	a["i2"] = 50
+	require.NoError(t, m.EvalGroups(ctx, t0.Add(10*time.Second)))
+	sent := rec.take()
+	require.Len(t, sent, 1)
+	require.Equal(t, `{alertname="S", instance="i2"}`, sent[0].Labels.String())
+	require.Equal(t, []float64{1, 50}, sent[0].Recent)
+
+	// Group detectors are saved and restored per group.
+	require.NoError(t, m.Save())
+	require.NoError(t, m.Close())
+	m2, err := NewManager(Options{Source: src, Lookup: fakeLookup, Kinds: fakeKindNames, DataDir: dataDir})
+	require.NoError(t, err)
+	defer m2.Close()
+	require.NoError(t, m2.ApplyConfig(cfg))
+	require.Len(t, m2.groups[0].rules[0].series, 2)
+	require.Equal(t, model.StateFiring, m2.Alerts()[0].State)
 }
 
 func TestSeriesReleasedAfterGrace(t *testing.T) {

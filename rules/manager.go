@@ -316,7 +316,7 @@ func transferState(old, next []*groupState) {
 			o.mu.Lock()
 			rs.alerts = o.alerts
 			if sameDetector(o.rule, rs.rule) {
-				rs.series, rs.comp, rs.composite = o.series, o.comp, o.composite
+				rs.series = o.series
 			}
 			rs.lastEval, rs.evalDur, rs.lastErr = o.lastEval, o.evalDur, o.lastErr
 			o.mu.Unlock()

@@ -102,7 +102,7 @@ func (st *savedState) apply(groups []*groupState) {
 				rs.alerts = saved
 				delete(st.alerts, k.String())
 			}
-			if rs.rule.Detector != nil && len(rs.series) == 0 && rs.comp == nil {
+			if rs.rule.Detector != nil && len(rs.series) == 0 {
 				dk := detectorKey(k, rs.rule.Detector.Hash)
 				if saved, ok := st.detectors[dk]; ok {
 					rs.restoreDetectors(saved)
@@ -125,7 +125,8 @@ func (rs *ruleState) restoreDetectors(saved map[uint64]*savedSeries) {
 			if err != nil || c.UnmarshalBinary(s.State) != nil {
 				continue
 			}
-			rs.comp, rs.composite = c, ss
+			ss.comp = c
+			rs.series[key] = ss
 			continue
 		}
 		det, err := d.Config.(detect.UnivariateConfig).New()
@@ -212,16 +213,12 @@ func (m *Manager) Save() error {
 
 func (rs *ruleState) snapshotDetectors() (map[uint64]*savedSeries, error) {
 	out := map[uint64]*savedSeries{}
-	if rs.comp != nil {
-		b, err := rs.comp.MarshalBinary()
-		if err != nil {
-			return nil, fmt.Errorf("rules: snapshot detector of %q: %w", rs.rule.Name, err)
-		}
-		c := rs.composite
-		out[0] = &savedSeries{LastSeen: c.lastSeen, Run: c.run, Recent: c.recent, Last: c.last, State: b}
-	}
 	for k, ss := range rs.series {
-		b, err := ss.det.MarshalBinary()
+		var m interface{ MarshalBinary() ([]byte, error) } = ss.det
+		if ss.comp != nil {
+			m = ss.comp
+		}
+		b, err := m.MarshalBinary()
 		if err != nil {
 			return nil, fmt.Errorf("rules: snapshot detector of %q: %w", rs.rule.Name, err)
 		}
