@@ -236,7 +236,7 @@ func stateRank(s string) int {
 
 // RulesHandler serves GET /api/v1/rules: every group and rule with its
 // health and alerts. Query parameters as Prometheus: type=alert|record,
-// rule_name[], rule_group[], file[].
+// rule_name[], rule_group[], file[], exclude_alerts=true.
 func (m *Manager) RulesHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := r.ParseForm(); err != nil {
@@ -249,6 +249,7 @@ func (m *Manager) RulesHandler() http.Handler {
 			return
 		}
 		names, groupsF, files := set(r.Form["rule_name[]"]), set(r.Form["rule_group[]"]), set(r.Form["file[]"])
+		excludeAlerts := r.Form.Get("exclude_alerts") == "true"
 		m.mu.Lock()
 		groups := m.groups
 		m.mu.Unlock()
@@ -269,7 +270,11 @@ func (m *Manager) RulesHandler() http.Handler {
 				if (typ == "alert" && isRec) || (typ == "record" && !isRec) || !names.has(rs.rule.Name) {
 					continue
 				}
-				ag.Rules = append(ag.Rules, rs.api())
+				ar := rs.api()
+				if excludeAlerts {
+					ar.Alerts = nil
+				}
+				ag.Rules = append(ag.Rules, ar)
 			}
 			if len(ag.Rules) > 0 || (len(names) == 0 && typ == "") {
 				out = append(out, ag)

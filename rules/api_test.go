@@ -78,6 +78,11 @@ func TestAPI(t *testing.T) {
 			require.Len(t, rs, 1)
 			require.Equal(t, "B", rs[0].(map[string]any)["name"])
 		}},
+		{"/api/v1/rules?exclude_alerts=true", 200, func(t *testing.T, data map[string]any) {
+			a := data["groups"].([]any)[0].(map[string]any)["rules"].([]any)[0].(map[string]any)
+			require.NotContains(t, a, "alerts")
+			require.Equal(t, "firing", a["state"])
+		}},
 		{"/api/v1/rules?type=bogus", 400, nil},
 		{"/api/v1/alerts", 200, func(t *testing.T, data map[string]any) {
 			as := data["alerts"].([]any)
