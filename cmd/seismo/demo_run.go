@@ -35,10 +35,11 @@ func registerDemoRun(parent *kingpin.CmdClause, cli *cliEnv) {
 	var o demoRunOptions
 	cmd.Flag("interval", "Scrape, probe and rule evaluation interval.").Default("1s").DurationVar(&o.interval)
 	cmd.Flag("warm-up", "Warm-up before anything counts (the detectors learn normal traffic).").Default("75s").DurationVar(&o.story.WarmUp)
-	cmd.Flag("normal", "Normal phase after the warm-up and after each recovery.").Default("30s").DurationVar(&o.story.Normal)
+	cmd.Flag("normal", "Normal phase after the warm-up and after each recovery.").Default("20s").DurationVar(&o.story.Normal)
 	cmd.Flag("look-alike", "Phase with one abusive client limited alone, which must not alert (0: skip).").Default("30s").DurationVar(&o.story.LookAlike)
 	cmd.Flag("outage", "How long each fault lasts.").Default("60s").DurationVar(&o.story.Outage)
-	cmd.Flag("recovery", "How long to wait after removing each fault.").Default("45s").DurationVar(&o.story.Recovery)
+	cmd.Flag("recovery", "How long to wait after removing each fault.").Default("40s").DurationVar(&o.story.Recovery)
+	cmd.Flag("surge-ramp", "Time for the surge to reach 5x.").Default("10s").DurationVar(&o.story.SurgeRamp)
 	cmd.Flag("rate", "Mean request rate of the load generator (req/s).").Default("50").Float64Var(&o.rate)
 	cmd.Flag("alerts-file", "File receiving every notification as JSON lines (empty: none).").Default("demo-alerts.jsonl").StringVar(&o.alertsFile)
 	cmd.Flag("agent-log", "File for the agent's log (empty: warnings and errors on stderr).").StringVar(&o.agentLog)
