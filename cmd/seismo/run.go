@@ -155,9 +155,14 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 		return func() { level.Set(lvl) }, nil
 	}})
 	a.addReloader(reloader{name: "http", prepare: func(_ context.Context, next *config.Config) (func(), error) {
-		if cur := a.config(); next.HTTP.ListenAddress != cur.HTTP.ListenAddress {
+		cur := a.config()
+		if next.HTTP.ListenAddress != cur.HTTP.ListenAddress {
 			a.logger.Warn("http.listen_address changed; restart seismo to apply it",
 				"old", cur.HTTP.ListenAddress, "new", next.HTTP.ListenAddress)
+		}
+		if next.HTTP.MaxConcurrentRequests != cur.HTTP.MaxConcurrentRequests {
+			a.logger.Warn("http.max_concurrent_requests changed; restart seismo to apply it",
+				"old", cur.HTTP.MaxConcurrentRequests, "new", next.HTTP.MaxConcurrentRequests)
 		}
 		return nil, nil
 	}})
