@@ -590,10 +590,9 @@ func (d *Dispatcher) retireWorker(id string) bool {
 		return false
 	}
 	delete(d.workers, id)
-	n := 0
-	for e := d.ob.head(id); e != nil; e = d.ob.head(id) {
-		d.removeEntry(e)
-		n++
+	n, err := d.ob.removeAll(id)
+	if err != nil {
+		d.logger.Error("cannot drop the notifications of a removed receiver", "integration", id, "err", err)
 	}
 	if n > 0 {
 		d.metrics.GetOrCreateCounter(`seismo_notify_notifications_dropped_total{reason="receiver_removed"}`).Add(n)

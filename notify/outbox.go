@@ -183,6 +183,31 @@ func (o *outbox) remove(e *entry) error {
 	return nil
 }
 
+// removeAll deletes every entry of an integration in one transaction and
+// returns how many there were.
+func (o *outbox) removeAll(id string) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	q := o.queues[id]
+	if len(q) == 0 {
+		return 0, nil
+	}
+	err := o.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketOutbox)
+		for _, e := range q {
+			if err := b.Delete(seqKey(e.Seq)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete outbox entries: %w", err)
+	}
+	delete(o.queues, id)
+	return len(q), nil
+}
+
 func (o *outbox) len(id string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
