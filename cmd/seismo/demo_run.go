@@ -28,6 +28,9 @@ type demoRunOptions struct {
 	alertsFile string
 	agentLog   string
 	keepData   bool
+	// alertmanagerURL, when set, adds an Alertmanager integration to the
+	// demo receiver (used by the end-to-end test).
+	alertmanagerURL string
 }
 
 func registerDemoRun(parent *kingpin.CmdClause, cli *cliEnv) {
@@ -44,7 +47,22 @@ func registerDemoRun(parent *kingpin.CmdClause, cli *cliEnv) {
 	cmd.Flag("alerts-file", "File receiving every notification as JSON lines (empty: none).").Default("demo-alerts.jsonl").StringVar(&o.alertsFile)
 	cmd.Flag("agent-log", "File for the agent's log (empty: warnings and errors on stderr).").StringVar(&o.agentLog)
 	cmd.Flag("keep-data", "Keep the agent's temporary data directory.").BoolVar(&o.keepData)
-	cmd.Action(cli.action(func(ctx context.Context) error { return runDemo(ctx, cli, o) }))
+	cmd.Action(cli.action(func(ctx context.Context) error {
+		sum, err := runDemo(ctx, cli.stdout, cli.stderr, o)
+		if err != nil {
+			return err
+		}
+		missed := 0
+		for _, r := range sum.Outages {
+			if !r.Detected {
+				missed++
+			}
+		}
+		if missed > 0 || len(sum.FalseAlerts) > 0 {
+			return &exitError{code: 1, err: fmt.Errorf("%d outage(s) missed, %d false alert(s)", missed, len(sum.FalseAlerts))}
+		}
+		return nil
+	}))
 }
 
 // demoConfig is the agent config of the demo: one scrape job and one probe
@@ -95,18 +113,21 @@ notify:
       file_configs:
         - path: {{ .AlertsFile }}
 {{- end }}
+{{- if .Alertmanager }}
+      alertmanager_configs:
+        - urls: ["{{ .Alertmanager }}"]
+{{- end }}
 `))
 
 type demoConfigData struct {
-	DataDir, LogLevel, Service, Receiver, AlertsFile string
-	Interval, Timeout, ProbeTimeout, Hold            time.Duration
+	DataDir, LogLevel, Service, Receiver, AlertsFile, Alertmanager string
+	Interval, Timeout, ProbeTimeout, Hold                          time.Duration
 }
 
 // runDemo starts the demo service, a webhook receiver, the agent and the
 // load generator on loopback ports, runs the story, and stops everything
 // in reverse order.
-func runDemo(ctx context.Context, cli *cliEnv, o demoRunOptions) (err error) {
-	out := cli.stdout
+func runDemo(ctx context.Context, out, stderr io.Writer, o demoRunOptions) (sum *demo.Summary, err error) {
 	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -135,11 +156,11 @@ func runDemo(ctx context.Context, cli *cliEnv, o demoRunOptions) (err error) {
 	// The demo service.
 	svc, err := demo.NewService(demo.Options{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	svcLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("demo service: %w", err)
+		return nil, fmt.Errorf("demo service: %w", err)
 	}
 	serve("demo service", func(ctx context.Context) error { return svc.Serve(ctx, svcLn) })
 
@@ -147,7 +168,7 @@ func runDemo(ctx context.Context, cli *cliEnv, o demoRunOptions) (err error) {
 	rcv := demo.NewReceiver(nil)
 	rcvLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("demo receiver: %w", err)
+		return nil, fmt.Errorf("demo receiver: %w", err)
 	}
 	rcvSrv := &http.Server{Handler: rcv, ReadHeaderTimeout: 5 * time.Second}
 	serve("demo receiver", func(ctx context.Context) error {
@@ -164,7 +185,7 @@ func runDemo(ctx context.Context, cli *cliEnv, o demoRunOptions) (err error) {
 	// The agent, built as "seismo run" builds it.
 	dataDir, err := os.MkdirTemp("", "seismo-demo-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !o.keepData {
 		defer os.RemoveAll(dataDir)
@@ -172,14 +193,14 @@ func runDemo(ctx context.Context, cli *cliEnv, o demoRunOptions) (err error) {
 	alertsFile := o.alertsFile
 	if alertsFile != "" {
 		if alertsFile, err = filepath.Abs(alertsFile); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	logW, logLevel := cli.stderr, "warn"
+	logW, logLevel := stderr, "warn"
 	if o.agentLog != "" {
 		f, err := os.Create(o.agentLog)
 		if err != nil {
-			return fmt.Errorf("agent log: %w", err)
+			return nil, fmt.Errorf("agent log: %w", err)
 		}
 		defer f.Close()
 		logW, logLevel = f, "info"
@@ -187,21 +208,21 @@ func runDemo(ctx context.Context, cli *cliEnv, o demoRunOptions) (err error) {
 	var buf bytes.Buffer
 	if err := demoConfig.Execute(&buf, demoConfigData{
 		DataDir: dataDir, LogLevel: logLevel, Service: svcLn.Addr().String(), Receiver: rcvLn.Addr().String(),
-		AlertsFile: alertsFile, Interval: o.interval, Timeout: o.interval,
+		AlertsFile: alertsFile, Alertmanager: o.alertmanagerURL, Interval: o.interval, Timeout: o.interval,
 		// Shorter than the service's 1s request timeout, as a load
 		// balancer's health check would be.
 		ProbeTimeout: min(o.interval, 500*time.Millisecond),
 		Hold:         max(o.story.Recovery/2, o.interval),
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	cfgFile := filepath.Join(dataDir, "seismo-demo.yml")
 	if err := os.WriteFile(cfgFile, buf.Bytes(), 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	a, err := newAgentFromFile(cfgFile, logW)
 	if err != nil {
-		return fmt.Errorf("demo agent: %w", err)
+		return nil, fmt.Errorf("demo agent: %w", err)
 	}
 	serve("agent", a.run)
 
@@ -213,7 +234,7 @@ func runDemo(ctx context.Context, cli *cliEnv, o demoRunOptions) (err error) {
 		Duration: total + time.Minute,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	phases := demo.DefaultPhases(svc, gen, o.story)
 	serve("load generator", func(ctx context.Context) error { _, err := gen.Run(ctx); return err })
@@ -227,26 +248,17 @@ func runDemo(ctx context.Context, cli *cliEnv, o demoRunOptions) (err error) {
 	}
 
 	status := demoStatus(gen, svc)
-	sum, err := demo.RunStory(ctx, demo.StoryConfig{
+	sum, err = demo.RunStory(ctx, demo.StoryConfig{
 		Phases: phases, Events: rcv.Events(), Out: out,
 		Status: status, StatusEvery: 15 * time.Second, EvalInterval: o.interval,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cpu, rss := demo.ProcessUsage()
 	fmt.Fprintf(out, "process (service + load + agent): CPU %.1fs over %s, peak RSS %.0f MiB\n",
 		cpu, time.Since(start).Round(time.Second), rss/(1<<20))
-	missed := 0
-	for _, r := range sum.Outages {
-		if !r.Detected {
-			missed++
-		}
-	}
-	if missed > 0 || len(sum.FalseAlerts) > 0 {
-		return &exitError{code: 1, err: fmt.Errorf("%d outage(s) missed, %d false alert(s)", missed, len(sum.FalseAlerts))}
-	}
-	return nil
+	return sum, nil
 }
 
 // demoStatus returns a one-line view of the load and the service since the

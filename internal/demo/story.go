@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/seismo-agent/seismo/internal/demo/loadgen"
+	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/notify/webhook"
 )
 
@@ -165,6 +166,8 @@ type OutageResult struct {
 	// probe) came before the expected one.
 	FirstAlert string
 	FirstAfter time.Duration
+	// Explanation is the detecting alert's explanation, when it had one.
+	Explanation *model.Explanation
 	// AlreadyFiring lists expected alerts that were firing when the fault
 	// was injected (left over from an earlier phase): they cannot fire
 	// again, so the outage may look undetected.
@@ -348,11 +351,13 @@ func (s *story) handle(ev Event) {
 	case !c.Detected:
 		c.Detected, c.DetectedAfter, c.Alert = true, s.since()-c.InjectedAt, name
 		c.FirstAlert, c.FirstAfter = name, c.DetectedAfter
+		c.Explanation = explanation(a)
 		s.detecting[a.Fingerprint] = len(s.results) - 1
 	case slices.Contains(c.Expected, name) && !slices.Contains(c.Expected, c.Alert):
 		// An expected alert outranks an earlier generic one.
 		c.AlsoFired = append(c.AlsoFired, c.Alert)
 		c.DetectedAfter, c.Alert = s.since()-c.InjectedAt, name
+		c.Explanation = explanation(a)
 		for fp, i := range s.detecting {
 			if i == len(s.results)-1 {
 				delete(s.detecting, fp)
@@ -362,6 +367,13 @@ func (s *story) handle(ev Event) {
 	case name != c.Alert && !slices.Contains(c.AlsoFired, name):
 		c.AlsoFired = append(c.AlsoFired, name)
 	}
+}
+
+func explanation(a *webhook.Alert) *model.Explanation {
+	if a.Seismo == nil {
+		return nil
+	}
+	return a.Seismo.Explanation
 }
 
 func (s *story) printAlert(a *webhook.Alert) {

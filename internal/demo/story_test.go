@@ -98,7 +98,7 @@ func TestRunStory(t *testing.T) {
 		require.Equal(t, OutageResult{
 			Outage: "A", Expected: []string{"ExpectedA"}, InjectedAt: 20 * time.Second,
 			Detected: true, DetectedAfter: 9 * time.Second, Alert: "ExpectedA", AlsoFired: []string{"HighErrorRate"},
-			FirstAlert: "HighErrorRate", FirstAfter: 5 * time.Second,
+			FirstAlert: "HighErrorRate", FirstAfter: 5 * time.Second, Explanation: alertEv("firing", "x", "x").Alert.Seismo.Explanation,
 			RemovedAt: 40 * time.Second, Resolved: true, ResolvedAfter: 15 * time.Second, Drafts: 1,
 		}, a)
 		require.True(t, b.Detected)
