@@ -219,7 +219,8 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	if a.n == 1 {
 		a.lo, a.hi = x, x
 	} else {
-		surprise = min(math.Abs(x-loc)/scale, c.SurpriseCap)
+		levelZ := math.Abs(x-loc) / scale
+		surprise = min(levelZ, c.SurpriseCap)
 		if c.DayBuckets > 0 {
 			b := a.day.At(ts)
 			if b.Count() >= uint64(c.MinDayVisits) {
@@ -237,7 +238,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		a.step.Update(d)
 		tol := c.ExtremeTolerance * (a.hi - a.lo)
 		extreme = c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (x > a.hi+tol || x < a.lo-tol) &&
-			math.Abs(x-loc)/scale >= extremeMinZ
+			levelZ >= extremeMinZ
 		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 	}
 	p := min(a.lik.Update(surprise), pDay, pStep)
