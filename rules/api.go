@@ -54,6 +54,9 @@ type apiDetector struct {
 	Series int `json:"series"`
 	// WarmingUp counts instances without enough history to judge.
 	WarmingUp int `json:"warmingUp"`
+	// Info lists current findings worth telling but not paging for (a
+	// single heavy client rate-limited); they never become alerts.
+	Info []*model.Explanation `json:"info,omitempty"`
 }
 
 type apiRule struct {
@@ -203,6 +206,9 @@ func (rs *ruleState) api() apiRule {
 		for _, ss := range rs.series {
 			if ss.last.State == detect.StateWarmingUp {
 				d.WarmingUp++
+			}
+			if ss.info != nil {
+				d.Info = append(d.Info, ss.info)
 			}
 		}
 		if len(r.Detector.Signals) > 0 {

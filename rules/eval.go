@@ -49,6 +49,8 @@ type seriesState struct {
 	comp     detect.Composite
 	lastSeen time.Time
 	last     detect.Verdict
+	// info is the composite detector's current informational finding.
+	info *model.Explanation
 	// run counts consecutive anomalous verdicts (spike vs level shift).
 	run    int
 	recent []float64
@@ -391,10 +393,12 @@ func (rs *ruleState) evalComposite(ctx context.Context, ts time.Time) ([]*model.
 				warming: res.State == detect.StateWarmingUp,
 			},
 		}
+		ss.info = nil
 		if res.Informational && o.cond.active {
-			b := labels.NewBuilder(o.lset)
-			b.Set("severity", "info")
-			o.lset = b.Labels()
+			// Worth telling, not paging (one heavy client limited): shown
+			// on /api/v1/rules, never an alert.
+			o.cond.active = false
+			ss.info = res.Explanation
 		}
 		obsv = append(obsv, o)
 	}

@@ -2,6 +2,8 @@ package rules
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -298,13 +300,21 @@ func TestCompositeRule(t *testing.T) {
 	a = 1
 	require.NoError(t, m.EvalGroups(context.Background(), t0))
 	require.Empty(t, rec.take())
+	a = 15 // informational: told on the API, never an alert
+	require.NoError(t, m.EvalGroups(context.Background(), t0.Add(5*time.Second)))
+	require.Empty(t, rec.take())
+	require.Empty(t, m.Alerts())
+	rec2 := httptest.NewRecorder()
+	m.RulesHandler().ServeHTTP(rec2, httptest.NewRequest(http.MethodGet, "/api/v1/rules", nil))
+	require.Contains(t, rec2.Body.String(), `"info":[{"detector":"fakecomp"`)
+
 	a = 50
 	require.NoError(t, m.EvalGroups(context.Background(), t0.Add(10*time.Second)))
 	sent := rec.take()
 	require.Len(t, sent, 1)
 	require.Equal(t, `{alertname="S"}`, sent[0].Labels.String())
 	require.Equal(t, "a is 50", sent[0].Explanation.Summary)
-	require.Equal(t, []float64{1, 50}, sent[0].Recent)
+	require.Equal(t, []float64{1, 15, 50}, sent[0].Recent)
 	rs := m.groups[0].rules[0]
 	require.Len(t, rs.series, 1, "one group: the first signal has no labels")
 	for _, ss := range rs.series {

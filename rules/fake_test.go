@@ -81,6 +81,8 @@ func (d *fakeComposite) Observe(_ int64, in detect.Inputs) detect.Result {
 	if sum > d.cfg.Threshold {
 		r.State, r.Score = detect.StateAnomalous, 0.9
 		r.Explanation = &model.Explanation{Detector: "fakecomp", Kind: "surge_saturation", Score: 0.9, Summary: fmt.Sprintf("a is %g", sum)}
+		// A sum just over the threshold is only worth telling.
+		r.Informational = sum < 2*d.cfg.Threshold
 	}
 	return r
 }

@@ -38,6 +38,7 @@ type recState struct {
 	trafficK    float64 // request-rate multiple
 	latMedian   float64 // seconds
 	limitShare  float64 // share of requests answered 429
+	limitOnly   string  // when set, only this client is limited
 	errShare    float64 // share answered 5xx
 	cpuPerReq   float64 // CPU seconds per request
 	cpuCap      float64 // cores available
@@ -70,6 +71,10 @@ func outageState(shape string, d time.Duration) recState {
 		if m := int(d.Minutes()); m > 0 && m%5 == 0 {
 			s.limitShare = 0.3
 		}
+	case "lookalike":
+		// One abusive client is limited alone: legitimate limiting.
+		s.limitShare = 0.9
+		s.limitOnly = "c5"
 	case "surge":
 		// 5x traffic within two minutes; capacity runs out at 2x.
 		ramp := math.Min(d.Seconds()/120, 1)
@@ -123,6 +128,9 @@ func genRecording(shape string, start time.Time) ([]byte, time.Time) {
 				n := rps * dt
 				total += n
 				lim := n * s.limitShare
+				if s.limitOnly != "" && client != s.limitOnly {
+					lim = n * normalState().limitShare
+				}
 				errs := (n - lim) * s.errShare
 				reqs[key{route, "429", client}] += lim
 				reqs[key{route, "500", client}] += errs
@@ -189,15 +197,18 @@ func TestBuiltinPackScenarios(t *testing.T) {
 		want  string // alert that must fire; "" for none
 		// allowed lists other alerts that may fire in this shape.
 		allowed []string
-		// onset is when the shape exists, after the recording's outage
-		// start: a surge is a surge once traffic passes 3x its baseline
-		// (the surge factor), 60s into the two-minute ramp to 5x.
-		onset time.Duration
+		// onsetQuery, when set, defines the onset as the rules see it: the
+		// first tick at which it returns a sample. A surge pages only once
+		// traffic is past the surge factor (3x) in the rule's own
+		// rate[1m] view, which lags the ramp, and saturation follows.
+		onsetQuery string
 	}{
-		{"normal", "", nil, 0},
-		{"saturation", "SaturationWithoutCPU", nil, 0},
-		{"storm", "RateLimitStorm", nil, 0},
-		{"surge", "TrafficSurgeSaturation", []string{"HighErrorRate", "ProbeFailing"}, 60 * time.Second},
+		{"normal", "", nil, ""},
+		{"saturation", "SaturationWithoutCPU", nil, ""},
+		{"storm", "RateLimitStorm", nil, ""},
+		{"lookalike", "", nil, ""}, // one heavy client limited: told, never paged
+		{"surge", "TrafficSurgeSaturation", []string{"HighErrorRate", "ProbeFailing"},
+			"sum(rate(http_requests_total[1m])) > 3 * sum(rate(http_requests_total[1m] offset 1h))"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.shape, func(t *testing.T) {
@@ -231,10 +242,29 @@ func TestBuiltinPackScenarios(t *testing.T) {
 			}
 			if tt.want == "" {
 				require.Empty(t, fired)
+				if tt.shape == "lookalike" {
+					// The quiet is earned: 429s are well above normal.
+					v, err := newEngineSource(st).Instant(context.Background(),
+						`sum(rate(http_requests_total{code="429"}[1m])) / sum(rate(http_requests_total[1m])) > 0.1`, onset.Add(5*time.Minute))
+					require.NoError(t, err)
+					require.Len(t, v, 1)
+				}
 				return
 			}
 			require.NotNil(t, first, "%s did not fire; fired: %s", tt.want, strings.Join(fired, ", "))
-			delay := first.Time.Sub(onset.Add(tt.onset))
+			seen := onset
+			if tt.onsetQuery != "" {
+				src := newEngineSource(st)
+				for seen = onset; ; seen = seen.Add(interval) {
+					require.True(t, seen.Before(stats.End), "the onset query never matched")
+					v, err := src.Instant(context.Background(), tt.onsetQuery, seen)
+					require.NoError(t, err)
+					if len(v) > 0 {
+						break
+					}
+				}
+			}
+			delay := first.Time.Sub(seen)
 			t.Logf("%s fired %s after onset, %s after the outage began (explanation: %s)",
 				tt.want, delay, first.Time.Sub(onset), first.Explanation.Summary)
 			require.GreaterOrEqual(t, delay, time.Duration(0), "fired before onset")
