@@ -10,9 +10,10 @@ import (
 func init() {
 	register(Kind{
 		Name: "auto",
-		Doc: "Default univariate detector: surprise against a robust level, turned into a " +
-			"likelihood against the series' own history of surprise, plus new-extreme " +
-			"detection, with a quiet period after each alert.",
+		Doc: "Default univariate detector: surprise against a robust level, the usual " +
+			"value at this hour and the previous sample, each judged against the series' " +
+			"own history of surprise (anomaly likelihood), plus new extremes, with one " +
+			"alert per incident.",
 		NewConfig: func() Config { c := DefaultAutoConfig(); return &c },
 	})
 }

@@ -2,6 +2,7 @@ package nab
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,7 +30,7 @@ func TestDetectorsOnNAB(t *testing.T) {
 			cfg, err := KindConfig(name)
 			require.NoError(t, err)
 			if y := os.Getenv("SEISMO_NAB_CONFIG"); y != "" {
-				dec := yaml.NewDecoder(stringsReader(y))
+				dec := yaml.NewDecoder(strings.NewReader(y))
 				dec.KnownFields(true)
 				require.NoError(t, dec.Decode(cfg))
 			}

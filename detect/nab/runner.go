@@ -44,14 +44,12 @@ func (c *Corpus) Series(scores [][]float64) []Series {
 
 // Report is the full NAB evaluation of one detector.
 type Report struct {
-	Detector string
 	// Optimized holds one outcome per profile, each at its own best threshold.
 	Optimized []Outcome
 	// Fixed is the standard profile at the detector's own alert threshold.
 	Fixed Outcome
-	// DetectorTime is the time spent inside Observe over the whole corpus.
-	DetectorTime time.Duration
-	Rows         int
+	// Rows is the number of data rows in the corpus.
+	Rows int
 }
 
 // Evaluate scores a run under every profile with threshold optimisation and
