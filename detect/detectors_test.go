@@ -255,9 +255,12 @@ func TestAutoQuietPeriod(t *testing.T) {
 		calm(d, rng, 0, 1000)
 		require.Equal(t, StateAnomalous, d.Observe(1000, 200).State)
 		for i := range 5 {
-			require.Zero(t, d.Observe(int64(1001+i), 200).Score, "the incident goes on: no second alert")
+			v := d.Observe(int64(1001+i), 200)
+			require.Zero(t, v.Score, "the incident goes on: no second alert")
+			require.Equal(t, StateAnomalous, v.State, "but the state follows the incident")
 		}
 		calm(d, rng, 1006, cfg.Calm+5)
+		require.Equal(t, StateNormal, d.last.State, "calm again")
 		v := d.Observe(int64(1011+cfg.Calm), 1000)
 		require.Equal(t, StateAnomalous, v.State, "a new incident after calm alerts before the quiet period ends")
 	})
