@@ -164,9 +164,8 @@ func (c *AutoConfig) fields() []configField {
 //     so far as anomalous outright;
 //  4. after an alert, holds the score at zero until the series has been
 //     calm (score below half the threshold) for Calm samples, or at most
-//     Quiet samples, so that one incident is one alert. Meanwhile State
-//     stays anomalous on every sample that is not calm: Score measures new
-//     evidence, State the incident.
+//     Quiet samples, so that one incident is one alert (State is
+//     anomalous on the alerting sample only).
 //
 // It costs O(1) work and a fixed ~1 KiB per series (mostly the 24
 // time-of-day baselines).
@@ -256,16 +255,11 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	case a.n <= uint64(c.WarmUp):
 		v.State = StateWarmingUp
 	case a.quiet > 0:
-		// The incident that alerted goes on: the score (new evidence) is
-		// held at 0, but the state stays anomalous on every sample that is
-		// not calm, so rules with a `for:` duration and resolution follow
-		// the incident.
 		a.quiet--
 		if p > a.calmP && !extreme {
 			a.calm++
 		} else {
 			a.calm = 0
-			v.State = StateAnomalous
 		}
 		if c.Calm > 0 && a.calm >= c.Calm {
 			a.quiet = 0

