@@ -175,9 +175,9 @@ type Auto struct {
 	lik    Likelihood
 	lo, hi float64 // range seen so far
 	n      uint64
-	quiet  int // samples of quiet left
-	calm   int // consecutive calm samples during the quiet period
-	calmP  float64
+	quiet  int     // samples of quiet left
+	calm   int     // consecutive calm samples during the quiet period
+	calmP  float64 // a likelihood above this is calm (see NewAuto)
 	last   Verdict
 	day    Seasonal   // time-of-day baselines; unused when DayBuckets is 0
 	dayLik Likelihood // likelihood of the time-of-day surprise alone
