@@ -39,7 +39,7 @@ func registerDemoRun(parent *kingpin.CmdClause, cli *cliEnv) {
 	cmd.Flag("interval", "Scrape, probe and rule evaluation interval.").Default("1s").DurationVar(&o.interval)
 	cmd.Flag("warm-up", "Warm-up before anything counts (the detectors learn normal traffic).").Default("75s").DurationVar(&o.story.WarmUp)
 	cmd.Flag("normal", "Normal phase after the warm-up and after each recovery.").Default("20s").DurationVar(&o.story.Normal)
-	cmd.Flag("look-alike", "Phase with one abusive client limited alone, which must not alert (0: skip).").Default("30s").DurationVar(&o.story.LookAlike)
+	cmd.Flag("look-alike", "Add a phase with one abusive client limited alone, which must not page (e.g. 30s; 0: none).").Default("0s").DurationVar(&o.story.LookAlike)
 	cmd.Flag("outage", "How long each fault lasts.").Default("60s").DurationVar(&o.story.Outage)
 	cmd.Flag("recovery", "How long to wait after removing each fault.").Default("40s").DurationVar(&o.story.Recovery)
 	cmd.Flag("surge-ramp", "Time for the surge to reach 5x.").Default("10s").DurationVar(&o.story.SurgeRamp)
