@@ -100,7 +100,8 @@ notify:
     receiver: demo
     group_wait: 1s
     group_interval: 5s
-    repeat_interval: 1h
+    # Below Alertmanager's ends_at_ahead, so alerts stay open there.
+    repeat_interval: 1m
   drafts:
     receivers: [demo]
     # Recovered incidents wait this long in Monitoring before Resolved.
