@@ -32,6 +32,10 @@ type BuiltinConfig struct {
 	Component string `koanf:"component"`
 	// ErrorRatio is the 5xx share above which HighErrorRate fires.
 	ErrorRatio float64 `koanf:"error_ratio"`
+	// RateWindow is the range of every rate() and histogram window in the
+	// pack. Shorter reacts faster and is noisier; keep at least four
+	// scrape intervals.
+	RateWindow time.Duration `koanf:"rate_window"`
 	// Metrics names the metrics and labels the pack reads.
 	Metrics BuiltinMetrics `koanf:"metrics"`
 }
@@ -62,6 +66,7 @@ func DefaultBuiltinConfig() BuiltinConfig {
 		Interval:   15 * time.Second,
 		Component:  "Service",
 		ErrorRatio: 0.05,
+		RateWindow: time.Minute,
 		Metrics: BuiltinMetrics{
 			Requests:       "http_requests_total",
 			DurationBucket: "http_request_duration_seconds_bucket",
@@ -83,6 +88,9 @@ func (c *BuiltinConfig) Validate() error {
 	var errs configutil.Errors
 	if c.Interval <= 0 {
 		errs.Addf("interval", "must be positive, got %s", c.Interval)
+	}
+	if c.RateWindow < time.Second {
+		errs.Addf("rate_window", "must be at least 1s, got %s", c.RateWindow)
 	}
 	if c.ErrorRatio <= 0 || c.ErrorRatio >= 1 {
 		errs.Addf("error_ratio", "must be between 0 and 1, got %g", c.ErrorRatio)
@@ -137,10 +145,11 @@ func (c *BuiltinConfig) Render(hasKind func(string) bool) ([]byte, error) {
 	data := struct {
 		BuiltinMetrics
 		Interval   string
+		Win        string // "[1m]": the rate window with its brackets
 		Component  string
 		ErrorRatio float64
 		HasSurge   bool
-	}{c.Metrics, model.Duration(c.Interval).String(), c.Component, c.ErrorRatio, hasKind("surge")}
+	}{c.Metrics, model.Duration(c.Interval).String(), "[" + model.Duration(c.RateWindow).String() + "]", c.Component, c.ErrorRatio, hasKind("surge")}
 	var b bytes.Buffer
 	if err := t.Execute(&b, data); err != nil {
 		return nil, fmt.Errorf("builtin pack: %w", err)

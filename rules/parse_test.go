@@ -156,12 +156,13 @@ func TestRealRegistry(t *testing.T) {
 	cfg.Disabled = []string{"HostCPUAnomaly"}
 	cfg.Metrics.Selector = `job="shop"`
 	cfg.Metrics.ClientLabel = "tenant"
+	cfg.RateWindow = 20 * time.Second
 	groups, err = cfg.Groups(ParseOptions{})
 	require.NoError(t, err)
 	for _, r := range groups[0].Rules {
 		require.Equal(t, r.Name != "HostCPUAnomaly", r.Enabled, r.Name)
 		if r.Name == "RateLimitStorm" {
-			require.Equal(t, `sum by (tenant) (rate(http_requests_total{job="shop"}[1m]))`, r.Detector.Signals[0].Expr)
+			require.Equal(t, `sum by (tenant) (rate(http_requests_total{job="shop"}[20s]))`, r.Detector.Signals[0].Expr)
 			require.Equal(t, "tenant", r.Detector.KeyLabel)
 		}
 	}
