@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/promql"
 
 	"github.com/seismo-agent/seismo/datasource"
+	"github.com/seismo-agent/seismo/internal/config"
 	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/rules"
 	"github.com/seismo-agent/seismo/store"
@@ -31,6 +32,7 @@ type replayFlags struct {
 	output      string
 	plot        string
 	interval    time.Duration
+	configFile  string
 }
 
 func registerReplay(app *kingpin.Application, cli *cliEnv) {
@@ -47,7 +49,9 @@ func registerReplay(app *kingpin.Application, cli *cliEnv) {
 		PlaceHolder("URL").StringVar(&f.remoteURL)
 	cmd.Flag("start", "Start of the replay (RFC 3339 or Unix seconds); default the recording's start.").StringVar(&f.start)
 	cmd.Flag("end", "End of the replay; default the recording's end.").StringVar(&f.end)
-	cmd.Flag("interval", "Evaluation interval of the built-in pack and of groups without one.").Default("15s").DurationVar(&f.interval)
+	cmd.Flag("interval", "Evaluation interval of the built-in pack and of groups without one (default 15s, or the agent config's).").DurationVar(&f.interval)
+	cmd.Flag("config", "Agent config whose rules section (files, built-in pack, names) is replayed; rule-file arguments are added.").
+		PlaceHolder("FILE").StringVar(&f.configFile)
 	cmd.Flag("output", "Output format: text or json (one object per line).").Default("text").EnumVar(&f.output, "text", "json")
 	cmd.Flag("plot", "Write an SVG chart of every alerted series with its baseline band and alert spans.").PlaceHolder("FILE.svg").StringVar(&f.plot)
 	cmd.Action(cli.action(func(ctx context.Context) error {
@@ -152,10 +156,21 @@ func runRemoteReplay(ctx context.Context, cli *cliEnv, f *replayFlags) error {
 func replayAndReport(ctx context.Context, cli *cliEnv, f *replayFlags, src datasource.Source,
 	record func(context.Context, time.Time, promql.Vector) error, start, end time.Time) (*rules.ReplayResult, time.Duration, error) {
 	cfg := rules.DefaultConfig()
-	cfg.Files = f.ruleFiles
-	cfg.EvaluationInterval = f.interval
-	cfg.Builtin.Interval = f.interval
-	cfg.Builtin.Enabled = !f.noBuiltin && (f.builtin || len(f.ruleFiles) == 0)
+	if f.configFile != "" {
+		agentCfg, err := config.Load(config.LoadOptions{File: f.configFile})
+		if err != nil {
+			return nil, 0, fmt.Errorf("load config:\n%w", err)
+		}
+		cfg = agentCfg.Rules
+		cfg.Builtin.Enabled = cfg.Builtin.Enabled && !f.noBuiltin || f.builtin
+	} else {
+		cfg.Builtin.Enabled = !f.noBuiltin && (f.builtin || len(f.ruleFiles) == 0)
+	}
+	cfg.Files = append(cfg.Files, f.ruleFiles...)
+	if f.interval > 0 {
+		cfg.EvaluationInterval = f.interval
+		cfg.Builtin.Interval = f.interval
+	}
 
 	out := &transitionWriter{w: cli.stdout, json: f.output == "json"}
 	opts := rules.ReplayOptions{

@@ -17,6 +17,13 @@ import (
 func TestRulesCommands(t *testing.T) {
 	td := "../../rules/testdata"
 	svg := filepath.Join(t.TempDir(), "plot.svg")
+	// An agent config naming the rule file, relative to the config's
+	// directory, with the built-in pack off.
+	cfgDir := t.TempDir()
+	slow, err := filepath.Abs(td + "/replay/slow.yml")
+	require.NoError(t, err)
+	cfgFile := filepath.Join(cfgDir, "seismo.yml")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("rules:\n  files: ["+slow+"]\n  builtin: {enabled: false}\n"), 0o600))
 	tests := []struct {
 		name     string
 		args     []string
@@ -39,6 +46,8 @@ func TestRulesCommands(t *testing.T) {
 		{"replay plot", []string{"replay", td + "/replay/slow.yml", "--openmetrics", td + "/replay/latency.om", "--plot", svg}, 0,
 			[]string{"FIRING"}, nil},
 		{"replay needs one input", []string{"replay", td + "/replay/slow.yml"}, 2, nil, nil},
+		{"replay with an agent config", []string{"replay", "--config", cfgFile, "--csv", td + "/replay/latency.csv"}, 0,
+			[]string{"FIRING     SlowRoute"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
