@@ -7,7 +7,7 @@ LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 # Extra arguments for "make run", e.g. make run ARGS='--config configs/seismo.yml'
 ARGS     ?=
 
-.PHONY: all build test lint fmt-check vet bench run clean
+.PHONY: all build test lint fmt-check vet bench run demo clean
 
 all: build
 
@@ -15,9 +15,11 @@ all: build
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/seismo ./cmd/seismo
 
-## test: gofmt check, go vet, and every test with the race detector
+## test: gofmt check, go vet, and every test with the race detector.
+## The end-to-end demo test runs too when SEISMO_DEMO_E2E=1 (CI sets it);
+## it replays three outages in real time, hence the long timeout.
 test: lint
-	$(GO) test -race ./...
+	$(GO) test -race -timeout 30m ./...
 
 ## lint: gofmt check and go vet
 lint: fmt-check vet
@@ -36,6 +38,10 @@ bench:
 ## run: build, then run the agent (embedded default config unless ARGS says otherwise)
 run: build
 	./bin/seismo run $(ARGS)
+
+## demo: build, then replay the three outages against a real demo service
+demo: build
+	./bin/seismo demo
 
 clean:
 	rm -rf bin
