@@ -53,8 +53,8 @@ func TestShapeConfigValidate(t *testing.T) {
 		wantErrs         []string // substrings; empty means valid
 	}{
 		{"decoupling ok", "decoupling", "{sigmas: 5, baseline: 1h, capacity: 4}", nil},
-		{"decoupling bad", "decoupling", "{sigmas: 0, min_ratio: 0.5, resource_ratio: 1, capacity_share: 2, confirm: 0, warm_up: 1, baseline: 10ms}",
-			[]string{"sigmas: must be a positive number of standard deviations", "min_ratio:", "resource_ratio:", "capacity_share:", "confirm:", "warm_up:", "baseline:"}},
+		{"decoupling bad", "decoupling", "{sigmas: 0, min_ratio: 0.5, resource_ratio: 1, capacity_share: 2, confirm: 0, warm_up: 1, baseline: 10ms, lag: -1s}",
+			[]string{"sigmas: must be a positive number of standard deviations", "min_ratio:", "resource_ratio:", "capacity_share:", "confirm:", "warm_up:", "baseline:", "lag:"}},
 		{"storm ok", "storm", "{key_label: tenant, resolve_after: 10m}", nil},
 		{"storm bad", "storm", "{key_label: '', breadth: 0, client_share: 1.5, min_share: -1, concentrated_clients: -1, relearn_after: 0s}",
 			[]string{"key_label:", "breadth:", "client_share:", "min_share:", "concentrated_clients:", "relearn_after:"}},

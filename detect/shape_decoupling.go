@@ -53,6 +53,15 @@ type DecouplingConfig struct {
 	// symptom's unit; set it for symptoms that are normally zero, such as
 	// a queue length, so that one queued request does not fire.
 	MinSymptom float64 `yaml:"min_symptom"`
+	// Lag is how long the symptom may trail the resource and traffic: the
+	// longest window in the signals' expressions (the rate() range of a
+	// histogram quantile), plus the time a queue takes to drain. A
+	// resource that moved, or a traffic peak that explains the symptom,
+	// within the last Lag still counts: after a surge, latency measured
+	// over a one-minute window stays high for up to a minute after CPU
+	// and traffic are back to normal, and that is overload draining, not
+	// decoupling. 0 judges each sample on its own.
+	Lag time.Duration `yaml:"lag"`
 	// Confirm is the number of consecutive decoupled samples before firing.
 	Confirm int `yaml:"confirm"`
 	// ResolveAfter is how long the condition must stay clear to resolve.
@@ -75,6 +84,7 @@ func shapeDecouplingDefaults() DecouplingConfig {
 		MinRatio:      1.5,
 		ResourceRatio: 1.25,
 		CapacityShare: 0.8,
+		Lag:           time.Minute,
 		Confirm:       2,
 		ResolveAfter:  time.Minute,
 		RelearnAfter:  2 * time.Hour,
@@ -97,6 +107,9 @@ func (c *DecouplingConfig) Validate() error {
 	}
 	if !(c.Capacity >= 0) {
 		errs.Addf("capacity", "must be 0 (unknown) or positive, got %v", c.Capacity)
+	}
+	if c.Lag < 0 {
+		errs.Addf("lag", "must not be negative, got %v", c.Lag)
 	}
 	if !(c.MinSymptom >= 0) {
 		errs.Addf("min_symptom", "must not be negative, got %v", c.MinSymptom)
@@ -124,8 +137,14 @@ type Decoupling struct {
 
 	sym, res, tr shapeBaseline
 	shapeLatch
-	carried int
-	last    Result
+	// resAt is the last time the resource moved (resSeen: ever); trPeak is
+	// the highest traffic ratio since trPeakAt, restarted once older than
+	// Lag (trSeen: ever).
+	resAt, trPeakAt int64
+	trPeak          float64
+	resSeen, trSeen bool
+	carried         int
+	last            Result
 }
 
 var _ Composite = (*Decoupling)(nil)
@@ -168,11 +187,25 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 	if c.Capacity > 0 {
 		resMoved = res >= c.CapacityShare*c.Capacity || (resMoved && res >= c.CapacityShare*c.Capacity/2)
 	}
+	lag := c.Lag.Milliseconds()
+	if resMoved {
+		d.resAt, d.resSeen = ts, true
+	} else if d.resSeen && ts-d.resAt <= lag {
+		// The symptom's window still holds the time the resource was up.
+		resMoved = true
+	}
 	rT := 1.0
 	if okT && d.tr.n >= int64(c.WarmUp) {
 		rT = d.tr.ratio(tr)
+		if !d.trSeen || rT >= d.trPeak || ts-d.trPeakAt > lag {
+			d.trPeak, d.trPeakAt, d.trSeen = rT, ts, true
+		}
 	}
-	explained := rT >= c.ResourceRatio && rS < rT*c.MinRatio
+	rTx := rT
+	if d.trSeen && ts-d.trPeakAt <= lag {
+		rTx = math.Max(rT, d.trPeak)
+	}
+	explained := rTx >= c.ResourceRatio && rS < rTx*c.MinRatio
 	cond := warm && zS >= c.Sigmas && rS >= c.MinRatio && sym >= c.MinSymptom && !resMoved && !explained
 
 	r := Result{Verdict: Verdict{
@@ -245,7 +278,7 @@ func (c *DecouplingConfig) fields() []configField {
 	return []configField{
 		{"baseline", shapeMs(c.Baseline)}, {"warm_up", float64(c.WarmUp)}, {"sigmas", c.Sigmas},
 		{"min_ratio", c.MinRatio}, {"resource_ratio", c.ResourceRatio}, {"capacity", c.Capacity},
-		{"capacity_share", c.CapacityShare}, {"min_symptom", c.MinSymptom}, {"confirm", float64(c.Confirm)},
+		{"capacity_share", c.CapacityShare}, {"lag", shapeMs(c.Lag)}, {"min_symptom", c.MinSymptom}, {"confirm", float64(c.Confirm)},
 		{"resolve_after", shapeMs(c.ResolveAfter)}, {"relearn_after", shapeMs(c.RelearnAfter)},
 	}
 }
@@ -258,6 +291,11 @@ func (d *Decoupling) MarshalBinary() ([]byte, error) {
 	d.res.encode(w)
 	d.tr.encode(w)
 	d.shapeLatch.encode(w)
+	w.i64(d.resAt)
+	w.i64(d.trPeakAt)
+	w.f64(d.trPeak)
+	w.bool(d.resSeen)
+	w.bool(d.trSeen)
 	w.i64(int64(d.carried))
 	if err := shapePutResult(w, &d.last); err != nil {
 		return nil, err
@@ -278,6 +316,11 @@ func (d *Decoupling) UnmarshalBinary(b []byte) error {
 	n.res.decode(r)
 	n.tr.decode(r)
 	n.shapeLatch.decode(r)
+	n.resAt = r.i64()
+	n.trPeakAt = r.i64()
+	n.trPeak = r.f64()
+	n.resSeen = r.bool()
+	n.trSeen = r.bool()
 	n.carried = int(r.i64())
 	n.last = shapeGetResult(r)
 	if err := r.finish(); err != nil {
