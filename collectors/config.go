@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/internal/httpconf"
 )
 
 // Defaults for Config.
@@ -86,35 +87,18 @@ type ScrapeConfig struct {
 
 // HTTPClientConfig is how a scrape or probe authenticates.
 type HTTPClientConfig struct {
-	BasicAuth     *BasicAuth     `koanf:"basic_auth" yaml:"basic_auth"`
-	Authorization *Authorization `koanf:"authorization" yaml:"authorization"`
+	BasicAuth     *httpconf.BasicAuth     `koanf:"basic_auth" yaml:"basic_auth"`
+	Authorization *httpconf.Authorization `koanf:"authorization" yaml:"authorization"`
 	// BearerTokenFile is Prometheus' older spelling of
 	// authorization.credentials_file.
-	BearerTokenFile string    `koanf:"bearer_token_file" yaml:"bearer_token_file"`
-	TLSConfig       TLSConfig `koanf:"tls_config" yaml:"tls_config"`
+	BearerTokenFile string             `koanf:"bearer_token_file" yaml:"bearer_token_file"`
+	TLSConfig       httpconf.TLSConfig `koanf:"tls_config" yaml:"tls_config"`
 }
 
-// BasicAuth is HTTP basic authentication.
-type BasicAuth struct {
-	Username     string            `koanf:"username" yaml:"username"`
-	Password     configutil.Secret `koanf:"password" yaml:"password"`
-	PasswordFile string            `koanf:"password_file" yaml:"password_file"`
-}
-
-// Authorization sends "Authorization: <type> <credentials>".
-type Authorization struct {
-	Type            string            `koanf:"type" yaml:"type"` // default Bearer
-	Credentials     configutil.Secret `koanf:"credentials" yaml:"credentials"`
-	CredentialsFile string            `koanf:"credentials_file" yaml:"credentials_file"`
-}
-
-// TLSConfig configures TLS to a target.
-type TLSConfig struct {
-	CAFile             string `koanf:"ca_file" yaml:"ca_file"`
-	CertFile           string `koanf:"cert_file" yaml:"cert_file"`
-	KeyFile            string `koanf:"key_file" yaml:"key_file"`
-	ServerName         string `koanf:"server_name" yaml:"server_name"`
-	InsecureSkipVerify bool   `koanf:"insecure_skip_verify" yaml:"insecure_skip_verify"`
+// clientConfig is the shared part, pointing at the same BasicAuth and
+// Authorization.
+func (h *HTTPClientConfig) clientConfig() httpconf.ClientConfig {
+	return httpconf.ClientConfig{BasicAuth: h.BasicAuth, Authorization: h.Authorization, TLSConfig: h.TLSConfig}
 }
 
 // StaticConfig is a fixed list of host:port targets sharing labels.
@@ -344,30 +328,10 @@ func validateLabels(ls map[string]string) error {
 
 func (h *HTTPClientConfig) validate() error {
 	var errs configutil.Errors
-	if h.BasicAuth != nil {
-		if h.BasicAuth.Username == "" {
-			errs.Addf("basic_auth.username", "must not be empty")
-		}
-		if h.BasicAuth.Password != "" && h.BasicAuth.PasswordFile != "" {
-			errs.Addf("basic_auth.password", "password and password_file are mutually exclusive")
-		}
-	}
-	if h.Authorization != nil {
-		if h.BasicAuth != nil {
-			errs.Addf("authorization", "basic_auth and authorization are mutually exclusive")
-		}
-		if h.Authorization.Type != "" && strings.EqualFold(h.Authorization.Type, "basic") {
-			errs.Addf("authorization.type", "use basic_auth for Basic authorization")
-		}
-		if h.Authorization.Credentials != "" && h.Authorization.CredentialsFile != "" {
-			errs.Addf("authorization.credentials", "credentials and credentials_file are mutually exclusive")
-		}
-	}
+	cc := h.clientConfig()
+	errs.Merge("", cc.Validate())
 	if h.BearerTokenFile != "" && (h.Authorization != nil || h.BasicAuth != nil) {
 		errs.Addf("bearer_token_file", "bearer_token_file, authorization and basic_auth are mutually exclusive")
-	}
-	if (h.TLSConfig.CertFile == "") != (h.TLSConfig.KeyFile == "") {
-		errs.Addf("tls_config.cert_file", "cert_file and key_file must be set together")
 	}
 	return errs.Err()
 }
@@ -434,31 +398,16 @@ func (c *Config) Resolve(baseDir string) error {
 
 func (h *HTTPClientConfig) resolve(baseDir string) error {
 	var errs configutil.Errors
-	if b := h.BasicAuth; b != nil && b.PasswordFile != "" {
-		s, err := configutil.ResolveSecret(b.Password, b.PasswordFile, baseDir)
-		if err != nil {
-			errs.Addf("basic_auth.password_file", "%v", err)
-		}
-		b.Password, b.PasswordFile = s, ""
-	}
-	if a := h.Authorization; a != nil && a.CredentialsFile != "" {
-		s, err := configutil.ResolveSecret(a.Credentials, a.CredentialsFile, baseDir)
-		if err != nil {
-			errs.Addf("authorization.credentials_file", "%v", err)
-		}
-		a.Credentials, a.CredentialsFile = s, ""
-	}
+	cc := h.clientConfig()
+	errs.Merge("", cc.Resolve(baseDir))
+	h.TLSConfig = cc.TLSConfig
 	if h.BearerTokenFile != "" {
 		s, err := configutil.ResolveSecret("", h.BearerTokenFile, baseDir)
 		if err != nil {
 			errs.Addf("bearer_token_file", "%v", err)
 		}
-		h.Authorization, h.BearerTokenFile = &Authorization{Type: "Bearer", Credentials: s}, ""
+		h.Authorization, h.BearerTokenFile = &httpconf.Authorization{Type: "Bearer", Credentials: s}, ""
 	}
-	t := &h.TLSConfig
-	t.CAFile = configutil.ResolvePath(baseDir, t.CAFile)
-	t.CertFile = configutil.ResolvePath(baseDir, t.CertFile)
-	t.KeyFile = configutil.ResolvePath(baseDir, t.KeyFile)
 	return errs.Err()
 }
 

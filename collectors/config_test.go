@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seismo-agent/seismo/internal/httpconf"
 	"github.com/stretchr/testify/require"
 )
 
@@ -42,8 +43,8 @@ func TestConfigValidate(t *testing.T) {
 			c.ScrapeConfigs[0].FileSDConfigs = []FileSDConfig{{Files: []string{"targets.txt", "[.json"}}, {}}
 		}, want: []string{"scrape_configs[0].file_sd_configs[0].files[0]: want a .json, .yml or .yaml file", "scrape_configs[0].file_sd_configs[0].files[1]: bad glob", "scrape_configs[0].file_sd_configs[1].files: must not be empty"}},
 		{name: "auth exclusivity", mutate: func(c *Config) {
-			c.ScrapeConfigs[0].BasicAuth = &BasicAuth{}
-			c.ScrapeConfigs[0].Authorization = &Authorization{Type: "Basic"}
+			c.ScrapeConfigs[0].BasicAuth = &httpconf.BasicAuth{}
+			c.ScrapeConfigs[0].Authorization = &httpconf.Authorization{Type: "Basic"}
 			c.ScrapeConfigs[0].TLSConfig.CertFile = "c.pem"
 		}, want: []string{"scrape_configs[0].basic_auth.username: must not be empty", "scrape_configs[0].authorization: basic_auth and authorization are mutually exclusive", "scrape_configs[0].authorization.type: use basic_auth", "scrape_configs[0].tls_config.cert_file: cert_file and key_file must be set together"}},
 		{name: "probe", mutate: func(c *Config) {
@@ -76,7 +77,7 @@ func TestConfigResolve(t *testing.T) {
 	c := DefaultConfig()
 	c.ScrapeConfigs = []ScrapeConfig{{
 		JobName:          "a",
-		HTTPClientConfig: HTTPClientConfig{BasicAuth: &BasicAuth{Username: "u", PasswordFile: "pw"}, TLSConfig: TLSConfig{CAFile: "ca.pem"}},
+		HTTPClientConfig: HTTPClientConfig{BasicAuth: &httpconf.BasicAuth{Username: "u", PasswordFile: "pw"}, TLSConfig: httpconf.TLSConfig{CAFile: "ca.pem"}},
 		FileSDConfigs:    []FileSDConfig{{Files: []string{"sd/*.json"}}},
 	}, {
 		JobName:          "b",

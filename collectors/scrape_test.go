@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/seismo-agent/seismo/internal/httpconf"
 	"github.com/seismo-agent/seismo/store"
 	"github.com/stretchr/testify/require"
 )
@@ -285,11 +286,11 @@ func TestScrapeAuthAndTLS(t *testing.T) {
 		client HTTPClientConfig
 		up     float64
 	}{
-		{"basic auth", false, basic, HTTPClientConfig{BasicAuth: &BasicAuth{Username: "u", Password: "pw"}}, 1},
-		{"basic auth wrong", false, basic, HTTPClientConfig{BasicAuth: &BasicAuth{Username: "u", Password: "no"}}, 0},
+		{"basic auth", false, basic, HTTPClientConfig{BasicAuth: &httpconf.BasicAuth{Username: "u", Password: "pw"}}, 1},
+		{"basic auth wrong", false, basic, HTTPClientConfig{BasicAuth: &httpconf.BasicAuth{Username: "u", Password: "no"}}, 0},
 		{"bearer token file", false, bearer, HTTPClientConfig{BearerTokenFile: tokenFile}, 1},
-		{"authorization credentials", false, bearer, HTTPClientConfig{Authorization: &Authorization{Credentials: "s3cret"}}, 1},
-		{"tls with ca_file", true, bearer, HTTPClientConfig{BearerTokenFile: tokenFile, TLSConfig: TLSConfig{CAFile: "CA"}}, 1},
+		{"authorization credentials", false, bearer, HTTPClientConfig{Authorization: &httpconf.Authorization{Credentials: "s3cret"}}, 1},
+		{"tls with ca_file", true, bearer, HTTPClientConfig{BearerTokenFile: tokenFile, TLSConfig: httpconf.TLSConfig{CAFile: "CA"}}, 1},
 		{"tls unknown ca", true, bearer, HTTPClientConfig{BearerTokenFile: tokenFile}, 0},
 		{"no credentials to another host on redirect", false, nil, HTTPClientConfig{BearerTokenFile: tokenFile}, 0},
 	}

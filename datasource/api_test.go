@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seismo-agent/seismo/internal/httpconf"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -137,9 +138,9 @@ func TestRemoteAuthErrorsAndTimeout(t *testing.T) {
 		q       string
 		wantErr string
 	}{
-		{"bearer from file with header", bearer, RemoteConfig{Authorization: &Authorization{CredentialsFile: "token"}, Headers: map[string]string{"X-Scope-OrgID": "team"}}, "g", ""},
-		{"basic auth", basic, RemoteConfig{BasicAuth: &BasicAuth{Username: "u", Password: "pa55"}}, "g", ""},
-		{"wrong password", basic, RemoteConfig{BasicAuth: &BasicAuth{Username: "u", Password: "wrong"}}, "g", "401"},
+		{"bearer from file with header", bearer, RemoteConfig{Authorization: &httpconf.Authorization{CredentialsFile: "token"}, Headers: map[string]string{"X-Scope-OrgID": "team"}}, "g", ""},
+		{"basic auth", basic, RemoteConfig{BasicAuth: &httpconf.BasicAuth{Username: "u", Password: "pa55"}}, "g", ""},
+		{"wrong password", basic, RemoteConfig{BasicAuth: &httpconf.BasicAuth{Username: "u", Password: "wrong"}}, "g", "401"},
 		{"bad query names the remote", nil, RemoteConfig{}, "rate(", `remote "r": bad_data`},
 	}
 	for _, tc := range tests {
@@ -174,7 +175,7 @@ func TestRemoteAuthErrorsAndTimeout(t *testing.T) {
 		})
 		srv := httptest.NewServer(http.RedirectHandler(strings.Replace(other.URL, "127.0.0.1", "localhost", 1)+"/api/v1/query?query=g", http.StatusFound))
 		defer srv.Close()
-		r, err := NewRemote(RemoteConfig{Name: "r", URL: srv.URL, Authorization: &Authorization{Credentials: "tok3n"}})
+		r, err := NewRemote(RemoteConfig{Name: "r", URL: srv.URL, Authorization: &httpconf.Authorization{Credentials: "tok3n"}})
 		require.NoError(t, err)
 		defer r.Close()
 		_, err = r.Instant(context.Background(), "g", time.Unix(300, 0))
@@ -209,8 +210,8 @@ func TestConfigValidate(t *testing.T) {
 		{"good", Config{Remote: []RemoteConfig{{Name: "prom", URL: "http://p:9090"}}}, nil},
 		{"bad", Config{Remote: []RemoteConfig{
 			{Name: "local", URL: "p:9090"},
-			{Name: "a", URL: "http://u:hunter2@p/", BasicAuth: &BasicAuth{}, Authorization: &Authorization{}},
-			{Name: "a", URL: "http://p", TLSConfig: TLSConfig{KeyFile: "k"}},
+			{Name: "a", URL: "http://u:hunter2@p/", BasicAuth: &httpconf.BasicAuth{}, Authorization: &httpconf.Authorization{}},
+			{Name: "a", URL: "http://p", TLSConfig: httpconf.TLSConfig{KeyFile: "k"}},
 		}}, []string{
 			`remote[0].name: "local" is the embedded store`, "remote[0].url: want an absolute http(s) URL",
 			"remote[1].url: put credentials in basic_auth", "remote[1].authorization: basic_auth and authorization are mutually exclusive",

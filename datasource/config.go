@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/internal/httpconf"
 )
 
 // DefaultRemoteTimeout bounds one remote query when timeout is unset.
@@ -32,35 +32,17 @@ type RemoteConfig struct {
 	URL     string        `koanf:"url" yaml:"url"`
 	Timeout time.Duration `koanf:"timeout" yaml:"timeout"`
 
-	BasicAuth     *BasicAuth     `koanf:"basic_auth" yaml:"basic_auth"`
-	Authorization *Authorization `koanf:"authorization" yaml:"authorization"`
-	TLSConfig     TLSConfig      `koanf:"tls_config" yaml:"tls_config"`
+	BasicAuth     *httpconf.BasicAuth     `koanf:"basic_auth" yaml:"basic_auth"`
+	Authorization *httpconf.Authorization `koanf:"authorization" yaml:"authorization"`
+	TLSConfig     httpconf.TLSConfig      `koanf:"tls_config" yaml:"tls_config"`
 	// Headers are sent with every request (e.g. X-Scope-OrgID for Mimir).
 	Headers map[string]string `koanf:"headers" yaml:"headers"`
 }
 
-// BasicAuth is HTTP basic authentication.
-type BasicAuth struct {
-	Username     string            `koanf:"username" yaml:"username"`
-	Password     configutil.Secret `koanf:"password" yaml:"password"`
-	PasswordFile string            `koanf:"password_file" yaml:"password_file"`
-}
-
-// Authorization sends "Authorization: <type> <credentials>" (type defaults
-// to Bearer).
-type Authorization struct {
-	Type            string            `koanf:"type" yaml:"type"`
-	Credentials     configutil.Secret `koanf:"credentials" yaml:"credentials"`
-	CredentialsFile string            `koanf:"credentials_file" yaml:"credentials_file"`
-}
-
-// TLSConfig configures TLS to the remote API.
-type TLSConfig struct {
-	CAFile             string `koanf:"ca_file" yaml:"ca_file"`
-	CertFile           string `koanf:"cert_file" yaml:"cert_file"`
-	KeyFile            string `koanf:"key_file" yaml:"key_file"`
-	ServerName         string `koanf:"server_name" yaml:"server_name"`
-	InsecureSkipVerify bool   `koanf:"insecure_skip_verify" yaml:"insecure_skip_verify"`
+// clientConfig is the shared HTTP client part, pointing at the same
+// BasicAuth and Authorization.
+func (r *RemoteConfig) clientConfig() httpconf.ClientConfig {
+	return httpconf.ClientConfig{BasicAuth: r.BasicAuth, Authorization: r.Authorization, TLSConfig: r.TLSConfig}
 }
 
 var nameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_-]*$`)
@@ -91,18 +73,8 @@ func (c *Config) Validate() error {
 		if r.Timeout < 0 {
 			errs.Addf(p+".timeout", "must not be negative")
 		}
-		if r.BasicAuth != nil && r.Authorization != nil {
-			errs.Addf(p+".authorization", "basic_auth and authorization are mutually exclusive")
-		}
-		if r.BasicAuth != nil && r.BasicAuth.Username == "" {
-			errs.Addf(p+".basic_auth.username", "must not be empty")
-		}
-		if r.Authorization != nil && strings.EqualFold(r.Authorization.Type, "basic") {
-			errs.Addf(p+".authorization.type", "use basic_auth for Basic authorization")
-		}
-		if (r.TLSConfig.CertFile == "") != (r.TLSConfig.KeyFile == "") {
-			errs.Addf(p+".tls_config.cert_file", "cert_file and key_file must be set together")
-		}
+		cc := r.clientConfig()
+		errs.Merge(p, cc.Validate())
 	}
 	return errs.Err()
 }
@@ -113,24 +85,9 @@ func (c *Config) Resolve(baseDir string) error {
 	var errs configutil.Errors
 	for i := range c.Remote {
 		r := &c.Remote[i]
-		p := fmt.Sprintf("remote[%d]", i)
-		if b := r.BasicAuth; b != nil && b.PasswordFile != "" {
-			s, err := configutil.ResolveSecret(b.Password, b.PasswordFile, baseDir)
-			if err != nil {
-				errs.Addf(p+".basic_auth.password_file", "%v", err)
-			}
-			b.Password, b.PasswordFile = s, ""
-		}
-		if a := r.Authorization; a != nil && a.CredentialsFile != "" {
-			s, err := configutil.ResolveSecret(a.Credentials, a.CredentialsFile, baseDir)
-			if err != nil {
-				errs.Addf(p+".authorization.credentials_file", "%v", err)
-			}
-			a.Credentials, a.CredentialsFile = s, ""
-		}
-		r.TLSConfig.CAFile = configutil.ResolvePath(baseDir, r.TLSConfig.CAFile)
-		r.TLSConfig.CertFile = configutil.ResolvePath(baseDir, r.TLSConfig.CertFile)
-		r.TLSConfig.KeyFile = configutil.ResolvePath(baseDir, r.TLSConfig.KeyFile)
+		cc := r.clientConfig()
+		errs.Merge(fmt.Sprintf("remote[%d]", i), cc.Resolve(baseDir))
+		r.TLSConfig = cc.TLSConfig
 		if r.Timeout == 0 {
 			r.Timeout = DefaultRemoteTimeout
 		}

@@ -2,12 +2,9 @@ package datasource
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"sort"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
+	"github.com/seismo-agent/seismo/internal/httpconf"
 )
 
 // Remote queries a Prometheus-compatible HTTP API.
@@ -29,80 +27,15 @@ type Remote struct {
 // NewRemote builds a remote source from its config (Resolve already
 // applied: secrets read, paths absolute).
 func NewRemote(cfg RemoteConfig) (*Remote, error) {
-	tlsCfg := &tls.Config{
-		ServerName:         cfg.TLSConfig.ServerName,
-		InsecureSkipVerify: cfg.TLSConfig.InsecureSkipVerify, //nolint:gosec // user's explicit choice
-		MinVersion:         tls.VersionTLS12,
-	}
-	if cfg.TLSConfig.CAFile != "" {
-		b, err := os.ReadFile(cfg.TLSConfig.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("remote %q: read ca_file: %w", cfg.Name, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("remote %q: ca_file holds no PEM certificate", cfg.Name)
-		}
-		tlsCfg.RootCAs = pool
-	}
-	if cfg.TLSConfig.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSConfig.CertFile, cfg.TLSConfig.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("remote %q: load client certificate: %w", cfg.Name, err)
-		}
-		tlsCfg.Certificates = []tls.Certificate{cert}
-	}
-	rt := &headerRoundTripper{next: &http.Transport{TLSClientConfig: tlsCfg, MaxIdleConnsPerHost: 4, IdleConnTimeout: 5 * time.Minute}, headers: cfg.Headers}
-	switch {
-	case cfg.BasicAuth != nil:
-		rt.user, rt.pass, rt.basic = cfg.BasicAuth.Username, string(cfg.BasicAuth.Password), true
-	case cfg.Authorization != nil:
-		typ := cfg.Authorization.Type
-		if typ == "" {
-			typ = "Bearer"
-		}
-		rt.auth = typ + " " + string(cfg.Authorization.Credentials)
-	}
-	client := &http.Client{Transport: rt}
-	if rt.basic || rt.auth != "" || len(rt.headers) > 0 {
-		// Credentials are added below redirect handling: never carry them
-		// to another host.
-		client.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-			if req.URL.Host != via[0].URL.Host {
-				return http.ErrUseLastResponse
-			}
-			if len(via) >= 10 {
-				return errors.New("stopped after 10 redirects")
-			}
-			return nil
-		}
+	client, err := httpconf.NewClient(cfg.clientConfig(), &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 5 * time.Minute}, cfg.Headers)
+	if err != nil {
+		return nil, fmt.Errorf("remote %q: %w", cfg.Name, err)
 	}
 	c, err := api.NewClient(api.Config{Address: cfg.URL, Client: client})
 	if err != nil {
 		return nil, fmt.Errorf("remote %q: %w", cfg.Name, err)
 	}
 	return &Remote{name: cfg.Name, timeout: cmpDur(cfg.Timeout, DefaultRemoteTimeout), api: v1.NewAPI(c), client: client}, nil
-}
-
-type headerRoundTripper struct {
-	next             http.RoundTripper
-	headers          map[string]string
-	basic            bool
-	user, pass, auth string
-}
-
-func (h *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	for k, v := range h.headers {
-		req.Header.Set(k, v)
-	}
-	switch {
-	case h.basic:
-		req.SetBasicAuth(h.user, h.pass)
-	case h.auth != "":
-		req.Header.Set("Authorization", h.auth)
-	}
-	return h.next.RoundTrip(req)
 }
 
 // Name implements Source.
