@@ -46,7 +46,7 @@ func (c *EWMAConfig) New() (Detector, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("ewma detector: %w", err)
 	}
-	return &ewmaDetector{cfg: *c, stats: NewEWMA(AlphaForHalfLife(c.HalfLife))}, nil
+	return &ewmaDetector{locScale: newLocScale("ewma", c.WarmUp, c.Threshold, c.Band, c.fields()), stats: NewEWMA(AlphaForHalfLife(c.HalfLife))}, nil
 }
 
 // AlertThreshold is the default threshold for alerts.
@@ -57,42 +57,23 @@ func (c *EWMAConfig) fields() []configField {
 }
 
 type ewmaDetector struct {
-	cfg   EWMAConfig
+	locScale
 	stats EWMA
-	last  Verdict
 }
 
 func (d *ewmaDetector) Observe(_ int64, x float64) Verdict {
 	if !finite(x) {
 		return skipVerdict(d.last)
 	}
-	mean := d.stats.Mean()
-	scale := max(d.stats.Std(), scaleFloor(mean))
-	v := bandVerdict(x, mean, scale, d.cfg.Band, zScore((x-mean)/scale))
-	warm := d.stats.Count() >= uint64(d.cfg.WarmUp)
-	settle(&v, warm, d.cfg.Threshold)
+	loc := d.stats.Mean()
+	scale := max(d.stats.Std(), scaleFloor(loc))
+	v := bandVerdict(x, loc, scale, d.band, zScore((x-loc)/scale))
+	settle(&v, d.stats.Count() >= d.warmUp, d.threshold)
 	d.stats.Update(x)
 	d.last = v
 	return v
 }
 
-const ewmaKind = "ewma"
+func (d *ewmaDetector) MarshalBinary() ([]byte, error) { return d.marshal(&d.stats) }
 
-func (d *ewmaDetector) MarshalBinary() ([]byte, error) {
-	w := newEncoder(ewmaKind, 128)
-	encodeConfig(w, d.cfg.fields())
-	d.stats.encode(w)
-	encodeVerdict(w, d.last)
-	return w.b, nil
-}
-
-func (d *ewmaDetector) UnmarshalBinary(b []byte) error {
-	r, err := newDecoder(ewmaKind, b)
-	if err != nil {
-		return err
-	}
-	checkConfig(r, d.cfg.fields())
-	d.stats.decode(r)
-	d.last = decodeVerdict(r)
-	return r.finish()
-}
+func (d *ewmaDetector) UnmarshalBinary(b []byte) error { return d.unmarshal(b, &d.stats) }

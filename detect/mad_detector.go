@@ -46,7 +46,7 @@ func (c *MADConfig) New() (Detector, error) {
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("mad detector: %w", err)
 	}
-	return &madDetector{cfg: *c, stats: NewRobust(AlphaForHalfLife(c.HalfLife), 3)}, nil
+	return &madDetector{locScale: newLocScale("mad", c.WarmUp, c.Threshold, c.Band, c.fields()), stats: NewRobust(AlphaForHalfLife(c.HalfLife), 3)}, nil
 }
 
 // AlertThreshold is the default threshold for alerts.
@@ -57,42 +57,23 @@ func (c *MADConfig) fields() []configField {
 }
 
 type madDetector struct {
-	cfg   MADConfig
+	locScale
 	stats Robust
-	last  Verdict
 }
 
 func (d *madDetector) Observe(_ int64, x float64) Verdict {
 	if !finite(x) {
 		return skipVerdict(d.last)
 	}
-	mean := d.stats.Loc()
-	scale := max(d.stats.Scale(), scaleFloor(mean))
-	v := bandVerdict(x, mean, scale, d.cfg.Band, zScore((x-mean)/scale))
-	warm := d.stats.Count() >= uint64(d.cfg.WarmUp)
-	settle(&v, warm, d.cfg.Threshold)
+	loc := d.stats.Loc()
+	scale := max(d.stats.Scale(), scaleFloor(loc))
+	v := bandVerdict(x, loc, scale, d.band, zScore((x-loc)/scale))
+	settle(&v, d.stats.Count() >= d.warmUp, d.threshold)
 	d.stats.Update(x)
 	d.last = v
 	return v
 }
 
-const madKind = "mad"
+func (d *madDetector) MarshalBinary() ([]byte, error) { return d.marshal(&d.stats) }
 
-func (d *madDetector) MarshalBinary() ([]byte, error) {
-	w := newEncoder(madKind, 128)
-	encodeConfig(w, d.cfg.fields())
-	d.stats.encode(w)
-	encodeVerdict(w, d.last)
-	return w.b, nil
-}
-
-func (d *madDetector) UnmarshalBinary(b []byte) error {
-	r, err := newDecoder(madKind, b)
-	if err != nil {
-		return err
-	}
-	checkConfig(r, d.cfg.fields())
-	d.stats.decode(r)
-	d.last = decodeVerdict(r)
-	return r.finish()
-}
+func (d *madDetector) UnmarshalBinary(b []byte) error { return d.unmarshal(b, &d.stats) }
