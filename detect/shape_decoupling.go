@@ -137,9 +137,9 @@ type Decoupling struct {
 
 	sym, res, tr shapeBaseline
 	shapeLatch
-	// resAt is the last time the resource moved (resSeen: ever); trPeak is
-	// the highest traffic ratio since trPeakAt, restarted once older than
-	// Lag (trSeen: ever).
+	// resAt is the last time the resource clearly moved (resSeen: ever);
+	// trPeak is the highest clear traffic ratio since trPeakAt, restarted
+	// once older than Lag (trSeen: ever).
 	resAt, trPeakAt int64
 	trPeak          float64
 	resSeen, trSeen bool
@@ -187,18 +187,26 @@ func (d *Decoupling) Observe(ts int64, in Inputs) Result {
 	if c.Capacity > 0 {
 		resMoved = res >= c.CapacityShare*c.Capacity || (resMoved && res >= c.CapacityShare*c.Capacity/2)
 	}
+	// Only a clear rise, beyond the resource's own noise (Sigmas), is
+	// remembered for Lag: a busy CPU's ordinary jitter must not mask a
+	// real decoupling for a whole window.
 	lag := c.Lag.Milliseconds()
-	if resMoved {
+	if resMoved && warm && d.res.z(res, shapeFloorRel, shapeFloorAbs) >= c.Sigmas {
 		d.resAt, d.resSeen = ts, true
-	} else if d.resSeen && ts-d.resAt <= lag {
+	}
+	if !resMoved && d.resSeen && ts-d.resAt <= lag {
 		// The symptom's window still holds the time the resource was up.
 		resMoved = true
 	}
 	rT := 1.0
 	if okT && d.tr.n >= int64(c.WarmUp) {
 		rT = d.tr.ratio(tr)
-		if !d.trSeen || rT >= d.trPeak || ts-d.trPeakAt > lag {
-			d.trPeak, d.trPeakAt, d.trSeen = rT, ts, true
+		peak := 1.0
+		if d.tr.z(tr, shapeFloorRel, shapeFloorAbs) >= c.Sigmas {
+			peak = rT
+		}
+		if !d.trSeen || peak >= d.trPeak || ts-d.trPeakAt > lag {
+			d.trPeak, d.trPeakAt, d.trSeen = peak, ts, true
 		}
 	}
 	rTx := rT
