@@ -18,9 +18,19 @@ import (
 	"github.com/seismo-agent/seismo/internal/demo"
 )
 
-// demoE2EEnv gates TestDemoEndToEnd: it runs the full story, about eight
-// minutes of real time.
+// demoE2EEnv gates TestDemoEndToEnd: it runs the full story in real time.
 const demoE2EEnv = "SEISMO_DEMO_E2E"
+
+// demoE2EStory is the story TestDemoEndToEnd runs: 75s of warm-up, 20s of
+// normal traffic, then three outages of 45s, each followed by 30s of
+// recovery and 20s of normal traffic: 6m20s in all.
+var demoE2EStory = demo.StoryOptions{WarmUp: 75 * time.Second, Normal: 20 * time.Second, Outage: 45 * time.Second,
+	Recovery: 30 * time.Second, SurgeRamp: 10 * time.Second}
+
+// demoE2ESlack bounds the time beyond the story's length that the run may
+// take (start-up, Alertmanager, shutdown on a loaded machine): past it the
+// test fails instead of hanging until the go test timeout.
+const demoE2ESlack = 3 * time.Minute
 
 // TestDemoEndToEnd runs the demo story at full length with a real
 // Alertmanager (Debian's prometheus-alertmanager) among the receivers, and
@@ -31,7 +41,7 @@ const demoE2EEnv = "SEISMO_DEMO_E2E"
 // it; under CI=true a missing Alertmanager is then a failure.
 func TestDemoEndToEnd(t *testing.T) {
 	if os.Getenv(demoE2EEnv) != "1" {
-		t.Skipf("set %s=1 to run the eight-minute demo story end to end", demoE2EEnv)
+		t.Skipf("set %s=1 to run the %v demo story end to end", demoE2EEnv, demoE2EStory.Length())
 	}
 	amBin := ""
 	for _, name := range []string{"prometheus-alertmanager", "alertmanager"} {
@@ -77,46 +87,52 @@ func TestDemoEndToEnd(t *testing.T) {
 
 	dir := t.TempDir()
 	var out syncBuffer
-	sum, err := runDemo(t.Context(), &out, &out, demoRunOptions{
-		interval: time.Second,
-		story: demo.StoryOptions{WarmUp: 75 * time.Second, Normal: 20 * time.Second, Outage: 60 * time.Second,
-			Recovery: 40 * time.Second, SurgeRamp: 10 * time.Second},
+	ctx, cancel := context.WithTimeout(t.Context(), demoE2EStory.Length()+demoE2ESlack)
+	defer cancel()
+	sum, err := runDemo(ctx, &out, &out, demoRunOptions{
+		interval:        time.Second,
+		story:           demoE2EStory,
 		rate:            50,
 		alertsFile:      filepath.Join(dir, "alerts.jsonl"),
 		agentLog:        filepath.Join(dir, "agent.log"),
 		alertmanagerURL: amURL,
 	})
 	t.Logf("demo output:\n%s", out.String())
-	require.NoError(t, err)
+	require.NoError(t, err, "demo story (%v, budget %v more)", demoE2EStory.Length(), demoE2ESlack)
 
 	want := map[string]struct {
 		within  time.Duration
 		signals []string
 	}{
-		demo.OutageSaturation: {45 * time.Second, []string{"symptom", "resource"}},
-		demo.OutageStorm:      {45 * time.Second, []string{"limited_share"}},
-		demo.OutageSurge:      {60 * time.Second, []string{"requests", "latency"}},
+		demo.OutageSaturation: {30 * time.Second, []string{"symptom", "resource"}},
+		demo.OutageStorm:      {30 * time.Second, []string{"limited_share"}},
+		demo.OutageSurge:      {40 * time.Second, []string{"requests", "latency"}},
 	}
 	require.Len(t, sum.Outages, len(want))
 	for _, r := range sum.Outages {
-		w := want[r.Outage]
-		require.True(t, r.Detected, r.Outage)
-		require.Contains(t, r.Expected, r.Alert, r.Outage)
-		require.LessOrEqual(t, r.DetectedAfter, w.within, r.Outage)
-		require.NotNil(t, r.Explanation, r.Outage)
+		w, ok := want[r.Outage]
+		require.True(t, ok, "unexpected outage %q", r.Outage)
+		require.True(t, r.Detected, "outage %q: none of %v fired", r.Outage, r.Expected)
+		require.Contains(t, r.Expected, r.Alert, "outage %q: detected by %s, want one of %v", r.Outage, r.Alert, r.Expected)
+		require.LessOrEqual(t, r.DetectedAfter, w.within, "outage %q: %s fired %v after the fault, want within %v",
+			r.Outage, r.Alert, r.DetectedAfter, w.within)
+		require.NotNil(t, r.Explanation, "outage %q: %s has no explanation", r.Outage, r.Alert)
 		var names []string
 		for _, s := range r.Explanation.Signals {
 			names = append(names, s.Name)
 		}
 		for _, s := range w.signals {
-			require.Contains(t, names, s, r.Outage)
+			require.Contains(t, names, s, "outage %q: %s's explanation lacks signal %q", r.Outage, r.Alert, s)
 		}
-		require.Positive(t, r.Drafts, r.Outage)
+		require.Positive(t, r.Drafts, "outage %q: %s wrote no status-update draft", r.Outage, r.Alert)
 		if r.Outage == demo.OutageSaturation {
-			require.True(t, r.Resolved, "the pool-shrink alert resolves after the fix")
+			require.True(t, r.Resolved, "outage %q: %s did not resolve after the fix", r.Outage, r.Alert)
 		}
 	}
-	require.Empty(t, sum.FalseAlerts)
+	for _, f := range sum.FalseAlerts {
+		t.Errorf("false alert %s at +%v in phase %q", f.Name, f.At.Round(time.Second), f.Phase)
+	}
+	require.Empty(t, sum.FalseAlerts, "alerts in normal phases")
 
 	// Alertmanager forwards with group_wait 1s: give it a bounded moment.
 	deadline := time.Now().Add(30 * time.Second)
@@ -135,7 +151,7 @@ func TestDemoEndToEnd(t *testing.T) {
 		if missing == 0 {
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "alerts out of Alertmanager: %v", got)
+		require.True(t, time.Now().Before(deadline), "alerts out of Alertmanager: %v, want each of the detecting alerts", got)
 		<-tick.C
 	}
 }

@@ -94,6 +94,9 @@ rules:
   builtin:
     enabled: true
     interval: {{ .Interval }}
+    # Twenty evaluations rather than the default minute: the story's
+    # outages last under a minute, and detection waits on the window.
+    rate_window: {{ .RateWindow }}
     component: Demo shop
 notify:
   route:
@@ -122,7 +125,7 @@ notify:
 
 type demoConfigData struct {
 	DataDir, LogLevel, Service, Receiver, AlertsFile, Alertmanager string
-	Interval, Timeout, ProbeTimeout, Hold                          time.Duration
+	Interval, Timeout, ProbeTimeout, Hold, RateWindow              time.Duration
 }
 
 // runDemo starts the demo service, a webhook receiver, the agent and the
@@ -214,6 +217,7 @@ func runDemo(ctx context.Context, out, stderr io.Writer, o demoRunOptions) (sum 
 		// balancer's health check would be.
 		ProbeTimeout: min(o.interval, 500*time.Millisecond),
 		Hold:         max(o.story.Recovery/2, o.interval),
+		RateWindow:   20 * o.interval,
 	}); err != nil {
 		return nil, err
 	}
