@@ -16,7 +16,7 @@ build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/seismo ./cmd/seismo
 
 ## test: gofmt check, go vet, and every test with the race detector.
-## The end-to-end demo test runs too when SEISMO_DEMO_E2E=1 (CI sets it);
+## The end-to-end demo test runs too when DEMO_E2E=1 (CI sets it);
 ## it replays three outages in real time, hence the long timeout.
 test: lint
 	$(GO) test -race -timeout 30m ./...

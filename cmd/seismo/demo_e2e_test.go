@@ -19,7 +19,7 @@ import (
 )
 
 // demoE2EEnv gates TestDemoEndToEnd: it runs the full story in real time.
-const demoE2EEnv = "SEISMO_DEMO_E2E"
+const demoE2EEnv = "DEMO_E2E"
 
 // demoE2EStory is the story TestDemoEndToEnd runs: 75s of warm-up, 20s of
 // normal traffic, then three outages of 45s, each followed by 30s of
@@ -37,7 +37,7 @@ const demoE2ESlack = 3 * time.Minute
 // checks for each outage that the expected alert is detected within its
 // delay with an explanation naming the right signals, that drafts are
 // written, that the alert reaches Alertmanager and comes out of its webhook,
-// and that no alert fires in the normal phases. Set SEISMO_DEMO_E2E=1 to run
+// and that no alert fires in the normal phases. Set DEMO_E2E=1 to run
 // it; under CI=true a missing Alertmanager is then a failure.
 func TestDemoEndToEnd(t *testing.T) {
 	if os.Getenv(demoE2EEnv) != "1" {

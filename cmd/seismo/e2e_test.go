@@ -64,6 +64,18 @@ type proc struct {
 	done chan struct{}       // closed once the process has exited
 }
 
+// childEnv is the test's environment without SEISMO_* variables: those
+// configure the agent, and a child must see only what its test sets.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SEISMO_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // startSeismo starts bin with args in dir and extra environment; the
 // config must log JSON. It is killed at the end of the test if still
 // running.
@@ -71,7 +83,7 @@ func startSeismo(t *testing.T, bin, dir string, env []string, args ...string) *p
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(childEnv(), env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -227,7 +239,7 @@ func TestBinaryRejectsUnknownEnvironment(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run")
 	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "SEISMO_HTTP__LISTEN_ADRESS=127.0.0.1:0")
+	cmd.Env = append(childEnv(), "SEISMO_HTTP__LISTEN_ADRESS=127.0.0.1:0")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
