@@ -55,16 +55,26 @@ type queryData struct {
 	Result     parser.Value     `json:"result"`
 }
 
+// queryParam parses the request's form and returns its "query" parameter.
+// On a bad form or a missing query it answers 400 itself and returns false.
+func queryParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if err := r.ParseForm(); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_data", err)
+		return "", false
+	}
+	q := r.Form.Get("query")
+	if q == "" {
+		writeError(w, http.StatusBadRequest, "bad_data", errors.New("missing query parameter"))
+		return "", false
+	}
+	return q, true
+}
+
 // QueryHandler serves GET and POST /api/v1/query?query=&time=&timeout=.
 func (a *API) QueryHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := r.ParseForm(); err != nil {
-			writeError(w, http.StatusBadRequest, "bad_data", err)
-			return
-		}
-		q := r.Form.Get("query")
-		if q == "" {
-			writeError(w, http.StatusBadRequest, "bad_data", errors.New("missing query parameter"))
+		q, ok := queryParam(w, r)
+		if !ok {
 			return
 		}
 		ts := a.now()
@@ -90,13 +100,8 @@ func (a *API) QueryHandler() http.Handler {
 // /api/v1/query_range?query=&start=&end=&step=&timeout=.
 func (a *API) QueryRangeHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := r.ParseForm(); err != nil {
-			writeError(w, http.StatusBadRequest, "bad_data", err)
-			return
-		}
-		q := r.Form.Get("query")
-		if q == "" {
-			writeError(w, http.StatusBadRequest, "bad_data", errors.New("missing query parameter"))
+		q, ok := queryParam(w, r)
+		if !ok {
 			return
 		}
 		start, err := parseTime(r.Form.Get("start"))
