@@ -9,8 +9,8 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/seismo-agent/seismo/internal/demo"
-	"github.com/seismo-agent/seismo/internal/demo/loadgen"
+	"github.com/seismo-agent/seismo/demo"
+	"github.com/seismo-agent/seismo/demo/loadgen"
 )
 
 // demoHelp is the help of the "demo" parent command.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seismo-agent/seismo/internal/demo"
+	"github.com/seismo-agent/seismo/demo"
 )
 
 // demoE2EEnv gates TestDemoEndToEnd: it runs the full story in real time.

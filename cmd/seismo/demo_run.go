@@ -16,8 +16,8 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/seismo-agent/seismo/internal/config"
-	"github.com/seismo-agent/seismo/internal/demo"
-	"github.com/seismo-agent/seismo/internal/demo/loadgen"
+	"github.com/seismo-agent/seismo/demo"
+	"github.com/seismo-agent/seismo/demo/loadgen"
 )
 
 // demoRunOptions are the flags of "seismo demo run".

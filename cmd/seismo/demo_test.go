@@ -19,7 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seismo-agent/seismo/internal/demo"
+	"github.com/seismo-agent/seismo/demo"
 )
 
 // TestDemoRun runs the whole demo with phases too short for detection: it

@@ -21,7 +21,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the ConfigMap in configs/kubernetes/sidecar.yaml from the standalone files")
 
-const kubeDir = "../../configs/kubernetes"
+const kubeDir = "../configs/kubernetes"
 
 // configMapSources maps each key of the sidecar ConfigMap to the standalone
 // file it embeds verbatim.
@@ -119,7 +119,7 @@ func TestSidecarExample(t *testing.T) {
 	for key, text := range cm.Data {
 		want, err := os.ReadFile(filepath.Join(kubeDir, sourceFile(key)))
 		require.NoError(t, err, "ConfigMap key %s has no standalone file", key)
-		require.Equal(t, string(want), text, "ConfigMap key %s differs from %s; run go test ./internal/demo -run TestSidecarExample -update", key, sourceFile(key))
+		require.Equal(t, string(want), text, "ConfigMap key %s differs from %s; run go test ./demo -run TestSidecarExample -update", key, sourceFile(key))
 	}
 
 	cfg, err := config.Load(config.LoadOptions{File: filepath.Join(kubeDir, sourceFile("seismo.yml"))})

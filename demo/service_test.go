@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/seismo-agent/seismo/internal/demo/loadgen"
+	"github.com/seismo-agent/seismo/demo/loadgen"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

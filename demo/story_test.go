@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/seismo-agent/seismo/internal/demo/loadgen"
+	"github.com/seismo-agent/seismo/demo/loadgen"
 	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/notify/draft"
 	"github.com/seismo-agent/seismo/notify/webhook"
