@@ -15,9 +15,9 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
-	"github.com/seismo-agent/seismo/internal/config"
 	"github.com/seismo-agent/seismo/demo"
 	"github.com/seismo-agent/seismo/demo/loadgen"
+	"github.com/seismo-agent/seismo/internal/config"
 )
 
 // demoRunOptions are the flags of "seismo demo run".
