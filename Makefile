@@ -7,7 +7,7 @@ LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 # Extra arguments for "make run", e.g. make run ARGS='--config configs/seismo.yml'
 ARGS     ?=
 
-.PHONY: all build test lint fmt-check vet bench run demo clean
+.PHONY: all build test lint fmt-check vet bench bench-peer run demo clean
 
 all: build
 
@@ -34,6 +34,12 @@ vet:
 ## bench: every benchmark, briefly (the machine is shared)
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 200ms ./...
+
+## bench-peer: seismo beside Prometheus and victoria-metrics+vmalert on the
+## same synthetic targets, as ratios (docs/performance.md). Takes minutes per
+## series count; SERIES, PEERS, WARM, MEASURE, WINDOW, OUT are passed on.
+bench-peer:
+	bench/peer/run.sh
 
 ## run: build, then run the agent (embedded default config unless ARGS says otherwise)
 run: build
