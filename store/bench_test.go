@@ -140,3 +140,77 @@ func BenchmarkSnapshot(b *testing.B) {
 		}
 	})
 }
+
+// packQueries are the distinct expressions of the built-in rule pack
+// (rules/builtin/pack.yml with the default names and a 1m window).
+var packQueries = []string{
+	`histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket[1m])))`,
+	`sum(rate(process_cpu_seconds_total[1m]))`,
+	`sum(rate(http_requests_total[1m]))`,
+	`sum by (client) (rate(http_requests_total[1m]))`,
+	`sum by (client) (rate(http_requests_total{code="429"}[1m]))`,
+	`sum(rate(http_requests_total{code=~"5.."}[1m]))`,
+	`sum(http_server_queue_length)`,
+	`sum by (instance) (rate(node_cpu_seconds_total{mode!="idle"}[1m]))`,
+}
+
+// packLabels returns n series shaped like bench/peer's synthetic targets:
+// a request counter by route, method, code and client (64 clients) and a
+// request-duration histogram by route, over targets of 5000 series.
+func packLabels(n int) []labels.Labels {
+	codes := []string{"200", "429", "500", "503"}
+	les := []string{"0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"}
+	out := make([]labels.Labels, 0, n)
+	for i := 0; len(out) < n; i++ {
+		inst := fmt.Sprintf("127.0.0.1:%d", 23100+i/10)
+		route := fmt.Sprintf("/api/v1/resource%d", i%10)
+		for _, le := range les {
+			out = append(out, labels.FromStrings("__name__", "http_request_duration_seconds_bucket", "instance", inst, "job", "svc", "le", le, "route", route))
+		}
+		for _, m := range []string{"GET", "POST"} {
+			for _, c := range codes {
+				for cl := range 64 {
+					out = append(out, labels.FromStrings("__name__", "http_requests_total", "client", fmt.Sprintf("tenant-%d", cl), "code", c, "instance", inst, "job", "svc", "method", m, "route", route))
+				}
+			}
+		}
+	}
+	return out[:n]
+}
+
+// BenchmarkPackQueries evaluates the built-in pack's expressions once over
+// n series holding 10 minutes at 10s, as one evaluation of the pack does.
+// ns/series should stay flat as n grows.
+func BenchmarkPackQueries(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("series=%d", n), func(b *testing.B) {
+			s, _ := newStore(b, Config{Retention: time.Hour, MaxSeries: 1 << 20})
+			lsets := packLabels(n)
+			app := s.Appender()
+			refs := make([]SeriesRef, len(lsets))
+			const end = 600_000
+			for ts := int64(0); ts <= end; ts += 10_000 {
+				for i := range lsets {
+					refs[i], _ = app.Append(refs[i], lsets[i], ts, float64(ts/1000*int64(i%3+1)))
+				}
+				app.Commit()
+			}
+			eng := promql.NewEngine(promql.EngineOpts{MaxSamples: 50_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute})
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, qs := range packQueries {
+					q, err := eng.NewInstantQuery(ctx, s, nil, qs, time.UnixMilli(end))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if res := q.Exec(ctx); res.Err != nil {
+						b.Fatal(res.Err)
+					}
+					q.Close()
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/series")
+		})
+	}
+}

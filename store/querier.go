@@ -4,9 +4,11 @@ import (
 	"context"
 	"slices"
 
+	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/util/annotations"
 )
 
@@ -68,12 +70,28 @@ func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.Sele
 		slices.SortFunc(sel, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
 	}
 	out := make([]storage.Series, 0, len(sel))
-	for _, x := range sel {
-		chks := x.snapshot(mint, maxt, nil)
+	all := make([]series, len(sel)) // one allocation, not one per series
+	var slab []sample               // tail samples of every series, in blocks
+	for i, x := range sel {
+		if cap(slab)-len(slab) < tailLen {
+			slab = make([]sample, 0, max(tailLen, min(len(sel)-i, 512)*tailLen))
+		}
+		chks, smp, fromTail := x.read(mint, maxt, slab)
+		if fromTail {
+			n := len(smp) - len(slab)
+			if n == 0 {
+				continue
+			}
+			all[i] = series{lset: x.lset, samples: smp[len(slab):len(smp):len(smp)]}
+			slab = smp
+			out = append(out, &all[i])
+			continue
+		}
 		if len(chks) == 0 {
 			continue
 		}
-		out = append(out, &series{lset: x.lset, chunks: chks})
+		all[i] = series{lset: x.lset, chunks: chks}
+		out = append(out, &all[i])
 	}
 	return &seriesSet{list: out, i: -1}
 }
@@ -123,9 +141,12 @@ func (s *seriesSet) At() storage.Series              { return s.list[s.i] }
 func (*seriesSet) Err() error                        { return nil }
 func (*seriesSet) Warnings() annotations.Annotations { return nil }
 
+// series is a selected series: its recent samples copied from the tail,
+// or its chunks.
 type series struct {
-	lset   labels.Labels
-	chunks []closedChunk
+	lset    labels.Labels
+	chunks  []closedChunk
+	samples []sample
 }
 
 func (s *series) Labels() labels.Labels { return s.lset }
@@ -134,6 +155,13 @@ func (s *series) Labels() labels.Labels { return s.lset }
 // Prometheus' chain iterator over the chunks otherwise (they never overlap,
 // so the chain only concatenates).
 func (s *series) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
+	if s.samples != nil {
+		if r, ok := it.(interface{ Reset(storage.Samples) }); ok {
+			r.Reset(sampleList(s.samples))
+			return it
+		}
+		return storage.NewListSeriesIterator(sampleList(s.samples))
+	}
 	if len(s.chunks) == 1 {
 		var c chunkenc.XORChunk
 		c.Reset(s.chunks[0].data)
@@ -147,3 +175,18 @@ func (s *series) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
 	}
 	return storage.ChainSampleIteratorFromIterables(it, its)
 }
+
+// sampleList serves samples copied from a series' tail to Prometheus' list
+// iterator; Get returns pointers into the slice, so it does not allocate.
+type sampleList []sample
+
+func (l sampleList) Get(i int) chunks.Sample { return &l[i] }
+func (l sampleList) Len() int                { return len(l) }
+
+func (s *sample) T() int64                    { return s.t }
+func (*sample) ST() int64                     { return 0 }
+func (s *sample) F() float64                  { return s.v }
+func (*sample) H() *histogram.Histogram       { return nil }
+func (*sample) FH() *histogram.FloatHistogram { return nil }
+func (*sample) Type() chunkenc.ValueType      { return chunkenc.ValFloat }
+func (s *sample) Copy() chunks.Sample         { c := *s; return &c }

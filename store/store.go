@@ -29,6 +29,13 @@ import (
 // compression gains little past ~120 samples and truncation works per chunk.
 const samplesPerChunk = 120
 
+// tailLen is how many of its latest samples a series also keeps
+// uncompressed. Rules read short recent windows (rate over 1m: 6 to 7
+// samples at 10s); a query whose window lies inside the tail copies those
+// samples instead of decoding the head chunk from its start (on average 60
+// samples, the bulk of an evaluation's CPU) and copying it.
+const tailLen = 8
+
 // Errors returned by Appender.Append.
 var (
 	ErrSeriesLimit = errors.New("series limit reached")
@@ -319,6 +326,11 @@ type memSeries struct {
 	headMin int64
 	lastT   int64
 	lastV   float64
+	// tail holds the latest tailN (at most tailLen) samples in a ring;
+	// tailPos is where the next one goes.
+	tail    [tailLen]sample
+	tailN   uint8
+	tailPos uint8
 	// deleted is set (under mu) when Truncate removes the series; Append
 	// reads it without the lock to drop a stale cached ref.
 	deleted atomic.Bool
@@ -364,7 +376,37 @@ func (ms *memSeries) appendSample(t int64, v float64, chunkBytes *atomic.Int64) 
 	}
 	ms.app.Append(0, t, v)
 	ms.lastT, ms.lastV = t, v
+	ms.tail[ms.tailPos] = sample{t: t, v: v}
+	ms.tailPos = (ms.tailPos + 1) % tailLen
+	ms.tailN = min(ms.tailN+1, tailLen)
 	return "", false
+}
+
+// sample is one float sample.
+type sample struct {
+	t int64
+	v float64
+}
+
+// tailSamples appends to dst the samples in [mint, maxt] when the tail
+// holds all of them, which it does when its oldest sample is before mint
+// (so nothing in the window can sit in a chunk only). ok is false when
+// the chunks must be read instead. Callers hold ms.mu.
+func (ms *memSeries) tailSamples(mint, maxt int64, dst []sample) (out []sample, ok bool) {
+	if ms.tailN < tailLen {
+		return dst, false
+	}
+	oldest := ms.tailPos // the ring is full: the next slot holds the oldest
+	if ms.tail[oldest].t >= mint {
+		return dst, false
+	}
+	for i := range uint8(tailLen) {
+		smp := ms.tail[(oldest+i)%tailLen]
+		if smp.t >= mint && smp.t <= maxt {
+			dst = append(dst, smp)
+		}
+	}
+	return dst, true
 }
 
 // truncate drops closed chunks entirely before mint and reports whether the
@@ -382,8 +424,21 @@ func (ms *memSeries) truncate(mint int64, chunkBytes *atomic.Int64) bool {
 	}
 	if ms.head != nil && ms.lastT < mint {
 		ms.head, ms.app = nil, nil
+		ms.tailN, ms.tailPos = 0, 0
 	}
 	return ms.head == nil && len(ms.chunks) == 0
+}
+
+// read returns the samples in [mint, maxt] from the tail, appended to smp,
+// when the tail holds them all (fromTail), and otherwise the chunks that
+// overlap [mint, maxt] as snapshot does.
+func (ms *memSeries) read(mint, maxt int64, smp []sample) (chks []closedChunk, out []sample, fromTail bool) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	if out, ok := ms.tailSamples(mint, maxt, smp); ok {
+		return nil, out, true
+	}
+	return ms.snapshotLocked(mint, maxt, nil), smp, false
 }
 
 // snapshot returns the chunks that overlap [mint, maxt]; the head chunk is
@@ -391,6 +446,10 @@ func (ms *memSeries) truncate(mint int64, chunkBytes *atomic.Int64) bool {
 func (ms *memSeries) snapshot(mint, maxt int64, dst []closedChunk) []closedChunk {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
+	return ms.snapshotLocked(mint, maxt, dst)
+}
+
+func (ms *memSeries) snapshotLocked(mint, maxt int64, dst []closedChunk) []closedChunk {
 	for _, c := range ms.chunks {
 		if c.maxT >= mint && c.minT <= maxt {
 			dst = append(dst, c)
