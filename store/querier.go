@@ -38,6 +38,9 @@ func (q *querier) selectSeries(ms []*labels.Matcher) []*memSeries {
 	q.s.mu.RLock()
 	defer q.s.mu.RUnlock()
 	var out []*memSeries
+	if hasName {
+		out = make([]*memSeries, 0, len(q.s.byName[name]))
+	}
 	match := func(x *memSeries) {
 		for _, m := range ms {
 			if !m.Matches(x.lset.Get(m.Name)) {
@@ -146,7 +149,7 @@ func (*seriesSet) Warnings() annotations.Annotations { return nil }
 type series struct {
 	lset    labels.Labels
 	chunks  []closedChunk
-	samples []sample
+	samples sampleList
 }
 
 func (s *series) Labels() labels.Labels { return s.lset }
@@ -157,10 +160,10 @@ func (s *series) Labels() labels.Labels { return s.lset }
 func (s *series) Iterator(it chunkenc.Iterator) chunkenc.Iterator {
 	if s.samples != nil {
 		if r, ok := it.(interface{ Reset(storage.Samples) }); ok {
-			r.Reset(sampleList(s.samples))
+			r.Reset(&s.samples) // a pointer: no allocation per series
 			return it
 		}
-		return storage.NewListSeriesIterator(sampleList(s.samples))
+		return storage.NewListSeriesIterator(&s.samples)
 	}
 	if len(s.chunks) == 1 {
 		var c chunkenc.XORChunk
