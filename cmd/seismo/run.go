@@ -76,6 +76,7 @@ func runAgent(ctx context.Context, cli *cliEnv, f *runFlags) error {
 		return err
 	}
 	logger.Info("starting seismo", "version", getBuildVersion().Version, "config", configName(cfg))
+	setAgentGC(cli.environ)
 
 	a, err := newAgent(cfg, agentOptions{
 		logger:   logger,
