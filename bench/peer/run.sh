@@ -11,7 +11,8 @@
 # all scraping every INTERVAL and evaluating every INTERVAL. After WARM
 # seconds it measures for MEASURE seconds: CPU seconds from /proc/PID/stat
 # (utime+stime, not self-reported), steady RSS (mean VmRSS while measuring)
-# and peak RSS (VmHWM), bytes on disk of each data directory, and the rule
+# and peak RSS (VmHWM), the anonymous part of RSS (RssAnon: the heap,
+# without the binary's file-backed pages), bytes on disk of each data directory, and the rule
 # evaluation time and missed evaluations each tool reports. It prints one
 # table with seismo/peer ratios.
 #
@@ -242,7 +243,7 @@ sum_ticks() { local t=0 pid; for pid in $1; do t=$((t + $(cpu_ticks "$pid"))); d
 sum_kb() { local t=0 pid; for pid in $1; do t=$((t + $(status_kb "$pid" "$2"))); done; echo $t; }
 
 results=$OUT/results.tsv
-printf 'series\ttool\tcpu_s_per_min\trss_mb\tpeak_mb\tdisk_mb\teval_ms\tmissed\tus_per_sample\trss_b_per_series\n' >"$results"
+printf 'series\ttool\tcpu_s_per_min\trss_mb\tpeak_mb\tanon_mb\tdisk_mb\teval_ms\tmissed\tus_per_sample\trss_b_per_series\n' >"$results"
 
 for n in $SERIES; do
 	log "$n series: starting seismo ${peers[*]}"
@@ -252,16 +253,19 @@ for n in $SERIES; do
 	log "$n series: warming up ${WARM}s"
 	sleep "$WARM"
 	alive
-	declare -A t0 m0 rss_sum
+	declare -A t0 m0 rss_sum anon_sum
 	for t in "${tools[@]}"; do
 		t0[$t]=$(sum_ticks "${tool_pids[$t]}")
 		m0[$t]=$(self_metrics "$t")
-		rss_sum[$t]=0
+		rss_sum[$t]=0 anon_sum[$t]=0
 	done
 	log "$n series: measuring ${MEASURE}s"
 	samples=0 start=$(date +%s)
 	while (($(date +%s) - start < MEASURE)); do
-		for t in "${tools[@]}"; do rss_sum[$t]=$((rss_sum[$t] + $(sum_kb "${tool_pids[$t]}" VmRSS))); done
+		for t in "${tools[@]}"; do
+			rss_sum[$t]=$((rss_sum[$t] + $(sum_kb "${tool_pids[$t]}" VmRSS)))
+			anon_sum[$t]=$((anon_sum[$t] + $(sum_kb "${tool_pids[$t]}" RssAnon)))
+		done
 		samples=$((samples + 1))
 		sleep 5
 	done
@@ -275,13 +279,13 @@ for n in $SERIES; do
 		read -r s0 c0 x0 a0 <<<"${m0[$t]}"
 		read -r s1 c1 x1 a1 <<<"$m1"
 		awk -v n="$n" -v t="$t" -v dt=$((t1 - t0[$t])) -v hz="$hz" -v el="$elapsed" \
-			-v rss="${rss_sum[$t]}" -v k="$samples" -v peak="$peak" -v disk="$disk" \
+			-v rss="${rss_sum[$t]}" -v anon="${anon_sum[$t]}" -v k="$samples" -v peak="$peak" -v disk="$disk" \
 			-v s0="$s0" -v s1="$s1" -v c0="$c0" -v c1="$c1" -v x0="$x0" -v x1="$x1" -v a0="$a0" -v a1="$a1" \
 			'BEGIN {
 				cpu = dt / hz; rssmb = rss / k / 1024
 				ev = (c1 > c0) ? (s1 - s0) / (c1 - c0) * 1000 : 0
 				us = (a1 > a0) ? cpu / (a1 - a0) * 1e6 : 0
-				printf "%d\t%s\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.3f\t%.0f\n", n, t, cpu / el * 60, rssmb, peak / 1024, disk / 1048576, ev, x1 - x0, us, rss / k * 1024 / n
+				printf "%d\t%s\t%.3f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%d\t%.3f\t%.0f\n", n, t, cpu / el * 60, rssmb, peak / 1024, anon / k / 1024, disk / 1048576, ev, x1 - x0, us, rss / k * 1024 / n
 			}' >>"$results"
 	done
 	log "$n series: stopping"
@@ -292,18 +296,19 @@ done
 # The table, with seismo/peer ratios on the peers' rows.
 awk -F'\t' -v interval="$INTERVAL" -v window="$WINDOW" -v warm="$WARM" -v measure="$MEASURE" '
 NR == 1 { next }
-{ row[NR] = $0; if ($2 == "seismo") { cpu[$1] = $3; rss[$1] = $4 } }
+{ row[NR] = $0; if ($2 == "seismo") { cpu[$1] = $3; rss[$1] = $4; anon[$1] = $6 } }
 END {
 	printf "interval %s, z-score window %s, warm-up %ss, measured %ss; CPU from /proc/PID/stat, RSS from /proc/PID/status\n", interval, window, warm, measure
-	printf "%-8s %-17s %9s %9s %9s %9s %9s %7s %9s %9s %11s %11s\n", "series", "tool", "CPU-s/min", "RSS MB", "peak MB", "disk MB", "eval ms", "missed", "us/sample", "B/series", "CPU seismo/", "RSS seismo/"
+	printf "%-8s %-17s %9s %8s %8s %8s %8s %8s %7s %9s %9s %11s %11s %11s\n", "series", "tool", "CPU-s/min", "RSS MB", "peak MB", "anon MB", "disk MB", "eval ms", "missed", "us/sample", "B/series", "CPU seismo/", "RSS seismo/", "anon seis/"
 	for (i = 2; i <= NR; i++) {
 		split(row[i], f, "\t")
-		rc = rr = "-"
+		rc = rr = ra = "-"
 		if (f[2] != "seismo") {
 			if (f[3] > 0) rc = sprintf("%.2f", cpu[f[1]] / f[3])
 			if (f[4] > 0) rr = sprintf("%.2f", rss[f[1]] / f[4])
+			if (f[6] > 0) ra = sprintf("%.2f", anon[f[1]] / f[6])
 		}
-		printf "%-8s %-17s %9.3f %9.1f %9.1f %9.1f %9.1f %7d %9.2f %9d %11s %11s\n", f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], rc, rr
+		printf "%-8s %-17s %9.3f %8.1f %8.1f %8.1f %8.1f %8.1f %7d %9.2f %9d %11s %11s %11s\n", f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], rc, rr, ra
 	}
 }' "$results" | tee "$OUT/results.txt"
 log "configs, logs and results in $OUT"
