@@ -123,6 +123,10 @@ func (g *groupState) eval(ctx context.Context, ts time.Time) ([]*model.Alert, er
 	var (
 		out  []*model.Alert
 		errs []error
+		// Composite signals of one evaluation, by expression: the pack's
+		// shapes share request rate and p99 latency, so each is queried
+		// once per evaluation, and every rule sees the same values.
+		signals = map[string]promql.Vector{}
 	)
 	for _, rs := range g.rules {
 		if !rs.rule.Enabled {
@@ -132,7 +136,7 @@ func (g *groupState) eval(ctx context.Context, ts time.Time) ([]*model.Alert, er
 			return out, ctx.Err()
 		}
 		rstart := time.Now()
-		alerts, err := rs.eval(ctx, ts)
+		alerts, err := rs.eval(ctx, ts, signals)
 		rs.mu.Lock()
 		rs.lastEval, rs.evalDur, rs.lastErr = ts, time.Since(rstart), err
 		rs.mu.Unlock()
@@ -157,7 +161,9 @@ func (g *groupState) eval(ctx context.Context, ts time.Time) ([]*model.Alert, er
 
 func (rs *ruleState) queryTime(ts time.Time) time.Time { return ts.Add(-rs.group.spec.QueryOffset) }
 
-func (rs *ruleState) eval(ctx context.Context, ts time.Time) ([]*model.Alert, error) {
+// eval evaluates the rule at ts; signals holds the composite signals the
+// group's evaluation at ts has queried so far (read only once stored).
+func (rs *ruleState) eval(ctx context.Context, ts time.Time, signals map[string]promql.Vector) ([]*model.Alert, error) {
 	r := rs.rule
 	env := rs.group.env
 	switch {
@@ -179,7 +185,7 @@ func (rs *ruleState) eval(ctx context.Context, ts time.Time) ([]*model.Alert, er
 		}
 		return nil, nil
 	case r.Type == TypeAnomaly && r.Detector.Composite():
-		return rs.evalComposite(ctx, ts)
+		return rs.evalComposite(ctx, ts, signals)
 	default:
 		return rs.evalSeries(ctx, ts)
 	}
@@ -300,14 +306,20 @@ func (rs *ruleState) warmStart(ctx context.Context, ts time.Time) {
 // feeds every group whose labels include its own, so a signal without
 // labels (say, host CPU) feeds them all: a series feeds every group it
 // does not contradict (no label of the group with another value).
-func (rs *ruleState) evalComposite(ctx context.Context, ts time.Time) ([]*model.Alert, error) {
+func (rs *ruleState) evalComposite(ctx context.Context, ts time.Time, signals map[string]promql.Vector) ([]*model.Alert, error) {
 	r := rs.rule
 	d := r.Detector
 	vecs := make([]promql.Vector, len(d.Signals))
 	for i, sig := range d.Signals {
-		vec, err := rs.group.env.source.Instant(ctx, sig.Expr, rs.queryTime(ts))
-		if err != nil {
-			return nil, fmt.Errorf("signal %s: %w", sig.Name, err)
+		// The query offset is the group's, so the expression is the key.
+		vec, ok := signals[sig.Expr]
+		if !ok {
+			var err error
+			vec, err = rs.group.env.source.Instant(ctx, sig.Expr, rs.queryTime(ts))
+			if err != nil {
+				return nil, fmt.Errorf("signal %s: %w", sig.Name, err)
+			}
+			signals[sig.Expr] = vec
 		}
 		vecs[i] = vec
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/seismo-agent/seismo/detect"
 	"github.com/seismo-agent/seismo/internal/model"
 )
 
@@ -545,4 +546,31 @@ func TestFiringHeldWhileDetectorRewarms(t *testing.T) {
 	for _, tr := range rec.transitions {
 		require.NotEqual(t, model.StateResolved, tr.To)
 	}
+}
+
+// TestCompositeSignalsQueriedOncePerEval checks that the built-in pack's
+// shapes, which share the request rate and p99 latency, query each shared
+// expression once per evaluation.
+func TestCompositeSignalsQueriedOncePerEval(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	src := &fakeSource{instant: func(q string, _ time.Time) (promql.Vector, error) {
+		mu.Lock()
+		calls[q]++
+		mu.Unlock()
+		return promql.Vector{{Metric: labels.EmptyLabels(), F: 1}}, nil
+	}}
+	m, err := NewManager(Options{Source: src, Kinds: detect.Kinds})
+	require.NoError(t, err)
+	defer m.Close()
+	cfg := testConfig()
+	cfg.Builtin.Enabled = true
+	require.NoError(t, m.ApplyConfig(cfg))
+	for i := range 2 {
+		require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*15*time.Second)))
+	}
+	requests := `sum(rate(http_requests_total[1m]))`
+	p99 := `histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket[1m])))`
+	require.Equal(t, 2, calls[requests], "request rate: once per evaluation (saturation traffic, surge requests)")
+	require.Equal(t, 2, calls[p99], "p99 latency: once per evaluation (saturation symptom, surge latency)")
 }
