@@ -18,7 +18,7 @@ func univariateKinds(t *testing.T) []string {
 			names = append(names, n)
 		}
 	}
-	require.Subset(t, names, []string{"auto", "ewma", "mad", "cusum", "seasonal"})
+	require.Subset(t, names, []string{"auto", "ewma", "mad", "cusum", "seasonal", "zscore"})
 	return names
 }
 
