@@ -231,9 +231,10 @@ func TestDetectorsFlagALevelShift(t *testing.T) {
 }
 
 func TestAutoQuietPeriod(t *testing.T) {
+	const step = 300_000 // 5-minute samples: 1000 of them span more than a day
 	calm := func(d *Auto, rng *rand.Rand, from, n int) {
 		for i := range n {
-			d.Observe(int64(from+i), calmNoise(rng))
+			d.Observe(int64(from+i)*step, calmNoise(rng))
 		}
 	}
 	t.Run("held for the whole quiet period without calm", func(t *testing.T) {
@@ -242,27 +243,34 @@ func TestAutoQuietPeriod(t *testing.T) {
 		d := NewAuto(cfg)
 		rng := rand.New(rand.NewPCG(11, 11))
 		calm(d, rng, 0, 1000)
-		require.Equal(t, StateAnomalous, d.Observe(1000, 200).State)
+		v := d.Observe(1000*step, 200)
+		require.Equal(t, StateAnomalous, v.State)
+		require.GreaterOrEqual(t, v.Score, cfg.Threshold)
 		for i := range cfg.Quiet {
-			require.Zero(t, d.Observe(int64(1001+i), 300).Score, "quiet sample %d", i)
+			require.Equal(t, StateAnomalous, d.Observe(int64(1001+i)*step, 300).State, "the incident lasts: sample %d", i)
+			require.Equal(t, cfg.Quiet-1-i, d.quiet, "one episode, no new alert")
 		}
-		require.Equal(t, StateAnomalous, d.Observe(int64(1001+cfg.Quiet), 400).State, "alerts again after the quiet period")
+		v = d.Observe(int64(1001+cfg.Quiet)*step, 400)
+		require.Equal(t, StateAnomalous, v.State)
+		require.Equal(t, cfg.Quiet, d.quiet, "a new alert after the quiet period")
 	})
-	t.Run("held while the incident lasts, ended by calm", func(t *testing.T) {
+	t.Run("anomalous while the incident lasts, ended by calm", func(t *testing.T) {
 		cfg := DefaultAutoConfig()
 		d := NewAuto(cfg)
 		rng := rand.New(rand.NewPCG(12, 12))
 		calm(d, rng, 0, 1000)
-		require.Equal(t, StateAnomalous, d.Observe(1000, 200).State)
+		require.Equal(t, StateAnomalous, d.Observe(1000*step, 200).State)
 		for i := range 5 {
-			v := d.Observe(int64(1001+i), 200)
-			require.Zero(t, v.Score, "the incident goes on: no second alert")
-			require.Equal(t, StateNormal, v.State)
+			v := d.Observe(int64(1001+i)*step, 200)
+			require.Equal(t, StateAnomalous, v.State, "the incident goes on: still anomalous")
+			require.Equal(t, cfg.Quiet-1-i, d.quiet, "the incident goes on: no second alert")
 		}
 		calm(d, rng, 1006, cfg.Calm+5)
 		require.Equal(t, StateNormal, d.last.State, "calm again")
-		v := d.Observe(int64(1011+cfg.Calm), 1000)
+		require.Zero(t, d.quiet)
+		v := d.Observe(int64(1011+cfg.Calm)*step, 1000)
 		require.Equal(t, StateAnomalous, v.State, "a new incident after calm alerts before the quiet period ends")
+		require.Equal(t, cfg.Quiet, d.quiet)
 	})
 }
 
