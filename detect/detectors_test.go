@@ -320,3 +320,28 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestZScoreFiresOncePerExcursion(t *testing.T) {
+	d := newDetector(t, "zscore")
+	rng := rand.New(rand.NewPCG(13, 13))
+	for i := range 500 {
+		d.Observe(int64(i), calmNoise(rng))
+	}
+	alerts := 0
+	for i := range 3 { // one excursion of three samples far outside the band
+		v := d.Observe(int64(500+i), 1000)
+		require.Equal(t, StateAnomalous, v.State, "anomalous while outside the band")
+		if v.Score >= 0.5 {
+			alerts++
+		}
+	}
+	require.Equal(t, 1, alerts, "one alert per excursion")
+	var v Verdict
+	for i := range 200 {
+		v = d.Observe(int64(503+i), calmNoise(rng))
+	}
+	require.Equal(t, StateNormal, v.State, "back inside the band")
+	v = d.Observe(710, 1e6)
+	require.Equal(t, StateAnomalous, v.State)
+	require.GreaterOrEqual(t, v.Score, 0.5, "a new excursion alerts again")
+}
