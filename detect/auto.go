@@ -48,12 +48,14 @@ type AutoConfig struct {
 	// new extremes also wait until a whole day has been seen, so that the
 	// first daily peak is not news.
 	ExtremeAfter int `yaml:"extreme_after"`
-	// Quiet is the longest time, in samples, that the score is held at zero
-	// after an alert, so that one incident yields one alert.
+	// Quiet is the longest time, in samples, that an episode lasts after
+	// its alert: State stays anomalous and no new alert starts, so that
+	// one incident yields one alert.
 	Quiet int `yaml:"quiet"`
-	// Calm ends the quiet period early: once the (held) score has stayed
-	// below half the threshold for this many samples in a row, the incident
-	// is over and the next one may alert. 0 keeps the full quiet period.
+	// Calm ends the episode early: once the score has stayed below half
+	// the threshold for this many samples in a row, the incident is over
+	// (State returns to normal) and the next one may alert. 0 keeps the
+	// full quiet period.
 	Calm int `yaml:"calm"`
 	// DayBuckets slices the day (UTC) into this many time-of-day
 	// baselines; once a slice has been seen MinDayVisits times, surprise is
@@ -71,8 +73,11 @@ type AutoConfig struct {
 	PatternHalfLife float64 `yaml:"pattern_half_life"`
 }
 
-// DefaultAutoConfig returns the defaults, chosen by measurement on NAB (see
-// docs/detectors.md).
+// DefaultAutoConfig returns the defaults: the likelihood and episode
+// settings chosen by measurement on NAB as a whole and checked by
+// cross-validation over its categories; warm-up and the wait for new
+// extremes, which NAB's long probation cannot measure, set by what a short
+// series needs (see docs/detectors.md).
 func DefaultAutoConfig() AutoConfig {
 	return AutoConfig{
 		Threshold:        0.6,
@@ -167,10 +172,10 @@ func (c *AutoConfig) fields() []configField {
 //     is log-scaled into the score;
 //  3. once the range is established, scores a value beyond the range seen
 //     so far as anomalous outright;
-//  4. after an alert, holds the score at zero until the series has been
-//     calm (score below half the threshold) for Calm samples, or at most
-//     Quiet samples, so that one incident is one alert (State is
-//     anomalous on the alerting sample only).
+//  4. after an alert, keeps State anomalous and starts no new alert until
+//     the series has been calm (score below half the threshold) for Calm
+//     samples, or at most Quiet samples, so that one incident yields one
+//     alert and a rule's `for:` sees the incident last.
 //
 // It costs O(1) work and a fixed ~1 KiB per series (mostly the 24
 // time-of-day baselines).
