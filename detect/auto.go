@@ -267,20 +267,26 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	case a.n <= uint64(c.WarmUp):
 		v.State = StateWarmingUp
 	case a.quiet > 0:
-		// The incident goes on: the state stays anomalous (so that a
-		// rule's `for:` sees it last) and the score is reported, but no
-		// new alert starts until the series has been calm.
+		// An episode: no new alert starts until the series has been calm
+		// for Calm samples. State is anomalous while the anomaly lasts,
+		// i.e. while the score stays at or above half the threshold
+		// (hysteresis: an alert needs the threshold, staying anomalous
+		// half of it), so that a rule's `for:` sees the incident last and
+		// resolves with it. The score is the sample's own while anomalous
+		// and 0 otherwise, and 0 on a sample that turns anomalous again
+		// within the episode: that is no new alert.
 		a.quiet--
 		if p > a.calmP && !extreme {
 			a.calm++
 		} else {
+			v.State = StateAnomalous
+			if a.last.State == StateAnomalous {
+				v.Score = a.score(p, extreme)
+			}
 			a.calm = 0
 		}
-		v.Score = a.score(p, extreme)
-		v.State = StateAnomalous
 		if c.Calm > 0 && a.calm >= c.Calm {
 			a.quiet = 0
-			v.State = StateNormal
 		}
 	default:
 		v.Score = a.score(p, extreme)

@@ -230,14 +230,14 @@ func TestDetectorsFlagALevelShift(t *testing.T) {
 	}
 }
 
-func TestAutoQuietPeriod(t *testing.T) {
+func TestAutoEpisodes(t *testing.T) {
 	const step = 300_000 // 5-minute samples: 1000 of them span more than a day
 	calm := func(d *Auto, rng *rand.Rand, from, n int) {
 		for i := range n {
 			d.Observe(int64(from+i)*step, calmNoise(rng))
 		}
 	}
-	t.Run("held for the whole quiet period without calm", func(t *testing.T) {
+	t.Run("no new alert for the whole quiet period without calm", func(t *testing.T) {
 		cfg := DefaultAutoConfig()
 		cfg.Calm = 0
 		d := NewAuto(cfg)
@@ -247,14 +247,14 @@ func TestAutoQuietPeriod(t *testing.T) {
 		require.Equal(t, StateAnomalous, v.State)
 		require.GreaterOrEqual(t, v.Score, cfg.Threshold)
 		for i := range cfg.Quiet {
-			require.Equal(t, StateAnomalous, d.Observe(int64(1001+i)*step, 300).State, "the incident lasts: sample %d", i)
-			require.Equal(t, cfg.Quiet-1-i, d.quiet, "one episode, no new alert")
+			d.Observe(int64(1001+i)*step, 300)
+			require.Equal(t, cfg.Quiet-1-i, d.quiet, "one episode, no new alert: sample %d", i)
 		}
 		v = d.Observe(int64(1001+cfg.Quiet)*step, 400)
 		require.Equal(t, StateAnomalous, v.State)
 		require.Equal(t, cfg.Quiet, d.quiet, "a new alert after the quiet period")
 	})
-	t.Run("anomalous while the incident lasts, ended by calm", func(t *testing.T) {
+	t.Run("anomalous while the incident lasts, one alert per episode", func(t *testing.T) {
 		cfg := DefaultAutoConfig()
 		d := NewAuto(cfg)
 		rng := rand.New(rand.NewPCG(12, 12))
@@ -265,11 +265,32 @@ func TestAutoQuietPeriod(t *testing.T) {
 			require.Equal(t, StateAnomalous, v.State, "the incident goes on: still anomalous")
 			require.Equal(t, cfg.Quiet-1-i, d.quiet, "the incident goes on: no second alert")
 		}
-		calm(d, rng, 1006, cfg.Calm+5)
+		i := 1006
+		var v Verdict
+		for ; i < 1016; i++ {
+			if v = d.Observe(int64(i)*step, calmNoise(rng)); v.State == StateNormal {
+				break
+			}
+		}
+		require.Equal(t, StateNormal, v.State, "normal within a few samples of the values")
+		require.Zero(t, v.Score)
+		require.Positive(t, d.quiet, "the episode goes on")
+		i++
+		v = d.Observe(int64(i)*step, 200)
+		require.Equal(t, StateAnomalous, v.State, "anomalous again within the episode")
+		require.Zero(t, v.Score, "but no new alert")
+		require.Equal(t, cfg.Quiet-(i-1000), d.quiet)
+		i++
+		for d.quiet > 0 && i < 1100 {
+			d.Observe(int64(i)*step, calmNoise(rng))
+			i++
+		}
 		require.Equal(t, StateNormal, d.last.State, "calm again")
-		require.Zero(t, d.quiet)
-		v := d.Observe(int64(1011+cfg.Calm)*step, 1000)
+		require.Zero(t, d.quiet, "the episode is over after a calm spell")
+		require.Less(t, i, 1050)
+		v = d.Observe(int64(i)*step, 1000)
 		require.Equal(t, StateAnomalous, v.State, "a new incident after calm alerts before the quiet period ends")
+		require.GreaterOrEqual(t, v.Score, cfg.Threshold)
 		require.Equal(t, cfg.Quiet, d.quiet)
 	})
 }
