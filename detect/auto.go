@@ -23,7 +23,10 @@ func init() {
 type AutoConfig struct {
 	// Threshold is the score at and above which a sample is anomalous.
 	Threshold float64 `yaml:"threshold"`
-	// WarmUp is the number of samples before any score is given.
+	// WarmUp is the number of samples before any score is given: enough
+	// for a first estimate of level and scale (a robust scale from 30
+	// samples is within about 20 %), not more, because a series may be
+	// short and its first incident early.
 	WarmUp int `yaml:"warm_up"`
 	// LevelHalfLife is how fast the expected level follows the series.
 	LevelHalfLife float64 `yaml:"level_half_life"`
@@ -41,14 +44,18 @@ type AutoConfig struct {
 	// scores as anomalous outright. Negative disables the check.
 	ExtremeTolerance float64 `yaml:"extreme_tolerance"`
 	// ExtremeAfter is the number of samples before new extremes count: in
-	// a short history every few samples sets a record.
+	// a short history every few samples sets a record. With DayBuckets on,
+	// new extremes also wait until a whole day has been seen, so that the
+	// first daily peak is not news.
 	ExtremeAfter int `yaml:"extreme_after"`
-	// Quiet is the longest time, in samples, that the score is held at zero
-	// after an alert, so that one incident yields one alert.
+	// Quiet is the longest time, in samples, that an episode lasts after
+	// its alert: State stays anomalous and no new alert starts, so that
+	// one incident yields one alert.
 	Quiet int `yaml:"quiet"`
-	// Calm ends the quiet period early: once the (held) score has stayed
-	// below half the threshold for this many samples in a row, the incident
-	// is over and the next one may alert. 0 keeps the full quiet period.
+	// Calm ends the episode early: once the score has stayed below half
+	// the threshold for this many samples in a row, the incident is over
+	// (State returns to normal) and the next one may alert. 0 keeps the
+	// full quiet period.
 	Calm int `yaml:"calm"`
 	// DayBuckets slices the day (UTC) into this many time-of-day
 	// baselines; once a slice has been seen MinDayVisits times, surprise is
@@ -66,18 +73,21 @@ type AutoConfig struct {
 	PatternHalfLife float64 `yaml:"pattern_half_life"`
 }
 
-// DefaultAutoConfig returns the defaults, chosen by measurement on NAB (see
-// docs/detectors.md).
+// DefaultAutoConfig returns the defaults: the likelihood and episode
+// settings chosen by measurement on NAB as a whole and checked by
+// cross-validation over its categories; warm-up and the wait for new
+// extremes, which NAB's long probation cannot measure, set by what a short
+// series needs (see docs/detectors.md).
 func DefaultAutoConfig() AutoConfig {
 	return AutoConfig{
 		Threshold:        0.6,
-		WarmUp:           150,
+		WarmUp:           30,
 		LevelHalfLife:    150,
 		SurpriseCap:      3,
 		ShortHalfLife:    2,
 		LongHalfLife:     8000,
 		ExtremeTolerance: 0.02,
-		ExtremeAfter:     200,
+		ExtremeAfter:     60,
 		Quiet:            200,
 		Calm:             20,
 		DayBuckets:       24,
@@ -162,10 +172,10 @@ func (c *AutoConfig) fields() []configField {
 //     is log-scaled into the score;
 //  3. once the range is established, scores a value beyond the range seen
 //     so far as anomalous outright;
-//  4. after an alert, holds the score at zero until the series has been
-//     calm (score below half the threshold) for Calm samples, or at most
-//     Quiet samples, so that one incident is one alert (State is
-//     anomalous on the alerting sample only).
+//  4. after an alert, keeps State anomalous and starts no new alert until
+//     the series has been calm (score below half the threshold) for Calm
+//     samples, or at most Quiet samples, so that one incident yields one
+//     alert and a rule's `for:` sees the incident last.
 //
 // It costs O(1) work and a fixed ~1 KiB per series (mostly the 24
 // time-of-day baselines).
@@ -184,6 +194,7 @@ type Auto struct {
 	step   Robust     // change from the previous sample
 	stepLk Likelihood // likelihood of step surprise
 	prev   float64
+	first  int64 // timestamp of the first sample
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -220,6 +231,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	pDay, pStep := 1.0, 1.0
 	if a.n == 1 {
 		a.lo, a.hi = x, x
+		a.first = ts
 	} else {
 		levelZ := math.Abs(x-loc) / scale
 		surprise = min(levelZ, c.SurpriseCap)
@@ -239,7 +251,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		pStep = a.stepLk.Update(min(step, c.SurpriseCap))
 		a.step.Update(d)
 		tol := c.ExtremeTolerance * (a.hi - a.lo)
-		extreme = c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (x > a.hi+tol || x < a.lo-tol) &&
+		extreme = c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol || x < a.lo-tol) &&
 			levelZ >= extremeMinZ
 		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 	}
@@ -255,20 +267,29 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	case a.n <= uint64(c.WarmUp):
 		v.State = StateWarmingUp
 	case a.quiet > 0:
+		// An episode: no new alert starts until the series has been calm
+		// for Calm samples. State is anomalous while the anomaly lasts,
+		// i.e. while the score stays at or above half the threshold
+		// (hysteresis: an alert needs the threshold, staying anomalous
+		// half of it), so that a rule's `for:` sees the incident last and
+		// resolves with it. The score is the sample's own while anomalous
+		// and 0 otherwise, and 0 on a sample that turns anomalous again
+		// within the episode: that is no new alert.
 		a.quiet--
 		if p > a.calmP && !extreme {
 			a.calm++
 		} else {
+			v.State = StateAnomalous
+			if a.last.State == StateAnomalous {
+				v.Score = a.score(p, extreme)
+			}
 			a.calm = 0
 		}
 		if c.Calm > 0 && a.calm >= c.Calm {
 			a.quiet = 0
 		}
 	default:
-		v.Score = LogTailScore(p)
-		if extreme {
-			v.Score = max(v.Score, 0.999)
-		}
+		v.Score = a.score(p, extreme)
 		if v.Score >= c.Threshold {
 			v.State = StateAnomalous
 			a.quiet, a.calm = c.Quiet, 0
@@ -276,6 +297,16 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	}
 	a.last = v
 	return v
+}
+
+// score maps the least likely probability and the new-extreme flag to the
+// sample's score.
+func (a *Auto) score(p float64, extreme bool) float64 {
+	s := LogTailScore(p)
+	if extreme {
+		s = max(s, 0.999)
+	}
+	return s
 }
 
 const (
@@ -298,6 +329,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.f64(a.prev)
 	w.f64(a.lo)
 	w.f64(a.hi)
+	w.i64(a.first)
 	w.u64(a.n)
 	w.i64(int64(a.quiet))
 	w.i64(int64(a.calm))
@@ -323,6 +355,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.prev = r.f64()
 	a.lo = r.f64()
 	a.hi = r.f64()
+	a.first = r.i64()
 	a.n = r.u64()
 	a.quiet = int(r.i64())
 	a.calm = int(r.i64())

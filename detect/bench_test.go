@@ -65,7 +65,7 @@ func BenchmarkLikelihood(b *testing.B) {
 // BenchmarkDetector times Observe in steady state (after warm-up) for every
 // univariate kind.
 func BenchmarkDetector(b *testing.B) {
-	for _, kind := range []string{"auto", "ewma", "mad", "cusum", "seasonal"} {
+	for _, kind := range []string{"auto", "ewma", "mad", "cusum", "seasonal", "zscore"} {
 		b.Run(kind, func(b *testing.B) {
 			d := newDetector(b, kind)
 			for i := range 5000 {

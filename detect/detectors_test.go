@@ -18,7 +18,7 @@ func univariateKinds(t *testing.T) []string {
 			names = append(names, n)
 		}
 	}
-	require.Subset(t, names, []string{"auto", "ewma", "mad", "cusum", "seasonal"})
+	require.Subset(t, names, []string{"auto", "ewma", "mad", "cusum", "seasonal", "zscore"})
 	return names
 }
 
@@ -230,39 +230,68 @@ func TestDetectorsFlagALevelShift(t *testing.T) {
 	}
 }
 
-func TestAutoQuietPeriod(t *testing.T) {
+func TestAutoEpisodes(t *testing.T) {
+	const step = 300_000 // 5-minute samples: 1000 of them span more than a day
 	calm := func(d *Auto, rng *rand.Rand, from, n int) {
 		for i := range n {
-			d.Observe(int64(from+i), calmNoise(rng))
+			d.Observe(int64(from+i)*step, calmNoise(rng))
 		}
 	}
-	t.Run("held for the whole quiet period without calm", func(t *testing.T) {
+	t.Run("no new alert for the whole quiet period without calm", func(t *testing.T) {
 		cfg := DefaultAutoConfig()
 		cfg.Calm = 0
 		d := NewAuto(cfg)
 		rng := rand.New(rand.NewPCG(11, 11))
 		calm(d, rng, 0, 1000)
-		require.Equal(t, StateAnomalous, d.Observe(1000, 200).State)
+		v := d.Observe(1000*step, 200)
+		require.Equal(t, StateAnomalous, v.State)
+		require.GreaterOrEqual(t, v.Score, cfg.Threshold)
 		for i := range cfg.Quiet {
-			require.Zero(t, d.Observe(int64(1001+i), 300).Score, "quiet sample %d", i)
+			d.Observe(int64(1001+i)*step, 300)
+			require.Equal(t, cfg.Quiet-1-i, d.quiet, "one episode, no new alert: sample %d", i)
 		}
-		require.Equal(t, StateAnomalous, d.Observe(int64(1001+cfg.Quiet), 400).State, "alerts again after the quiet period")
+		v = d.Observe(int64(1001+cfg.Quiet)*step, 400)
+		require.Equal(t, StateAnomalous, v.State)
+		require.Equal(t, cfg.Quiet, d.quiet, "a new alert after the quiet period")
 	})
-	t.Run("held while the incident lasts, ended by calm", func(t *testing.T) {
+	t.Run("anomalous while the incident lasts, one alert per episode", func(t *testing.T) {
 		cfg := DefaultAutoConfig()
 		d := NewAuto(cfg)
 		rng := rand.New(rand.NewPCG(12, 12))
 		calm(d, rng, 0, 1000)
-		require.Equal(t, StateAnomalous, d.Observe(1000, 200).State)
+		require.Equal(t, StateAnomalous, d.Observe(1000*step, 200).State)
 		for i := range 5 {
-			v := d.Observe(int64(1001+i), 200)
-			require.Zero(t, v.Score, "the incident goes on: no second alert")
-			require.Equal(t, StateNormal, v.State)
+			v := d.Observe(int64(1001+i)*step, 200)
+			require.Equal(t, StateAnomalous, v.State, "the incident goes on: still anomalous")
+			require.Equal(t, cfg.Quiet-1-i, d.quiet, "the incident goes on: no second alert")
 		}
-		calm(d, rng, 1006, cfg.Calm+5)
+		i := 1006
+		var v Verdict
+		for ; i < 1016; i++ {
+			if v = d.Observe(int64(i)*step, calmNoise(rng)); v.State == StateNormal {
+				break
+			}
+		}
+		require.Equal(t, StateNormal, v.State, "normal within a few samples of the values")
+		require.Zero(t, v.Score)
+		require.Positive(t, d.quiet, "the episode goes on")
+		i++
+		v = d.Observe(int64(i)*step, 200)
+		require.Equal(t, StateAnomalous, v.State, "anomalous again within the episode")
+		require.Zero(t, v.Score, "but no new alert")
+		require.Equal(t, cfg.Quiet-(i-1000), d.quiet)
+		i++
+		for d.quiet > 0 && i < 1100 {
+			d.Observe(int64(i)*step, calmNoise(rng))
+			i++
+		}
 		require.Equal(t, StateNormal, d.last.State, "calm again")
-		v := d.Observe(int64(1011+cfg.Calm), 1000)
+		require.Zero(t, d.quiet, "the episode is over after a calm spell")
+		require.Less(t, i, 1050)
+		v = d.Observe(int64(i)*step, 1000)
 		require.Equal(t, StateAnomalous, v.State, "a new incident after calm alerts before the quiet period ends")
+		require.GreaterOrEqual(t, v.Score, cfg.Threshold)
+		require.Equal(t, cfg.Quiet, d.quiet)
 	})
 }
 
@@ -312,3 +341,28 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestZScoreFiresOncePerExcursion(t *testing.T) {
+	d := newDetector(t, "zscore")
+	rng := rand.New(rand.NewPCG(13, 13))
+	for i := range 500 {
+		d.Observe(int64(i), calmNoise(rng))
+	}
+	alerts := 0
+	for i := range 3 { // one excursion of three samples far outside the band
+		v := d.Observe(int64(500+i), 1000)
+		require.Equal(t, StateAnomalous, v.State, "anomalous while outside the band")
+		if v.Score >= 0.5 {
+			alerts++
+		}
+	}
+	require.Equal(t, 1, alerts, "one alert per excursion")
+	var v Verdict
+	for i := range 200 {
+		v = d.Observe(int64(503+i), calmNoise(rng))
+	}
+	require.Equal(t, StateNormal, v.State, "back inside the band")
+	v = d.Observe(710, 1e6)
+	require.Equal(t, StateAnomalous, v.State)
+	require.GreaterOrEqual(t, v.Score, 0.5, "a new excursion alerts again")
+}

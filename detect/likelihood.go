@@ -57,8 +57,10 @@ func (l *Likelihood) Update(raw float64) float64 {
 	// nothing is unusual; reporting 1 there instead of a tail probability
 	// above 0.16 also skips the costly Erfc on most samples.
 	if d := avg - l.long.Mean(); l.long.Count() > 0 && d > 0 {
-		if z := d / max(l.long.Std(), l.minStd); z > 1 {
-			p = NormalTail(z)
+		// z = d/max(std, minStd) > 1, compared in squares so that the
+		// square root is taken only in the tail.
+		if v := max(l.long.Var(), l.minStd*l.minStd); d*d > v {
+			p = NormalTail(d / math.Sqrt(v))
 		}
 	}
 	l.long.Update(avg)

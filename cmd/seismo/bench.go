@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -21,6 +22,8 @@ func registerBench(app *kingpin.Application, cli *cliEnv) {
 	cmd.Flag("out", "Write NAB-format result files under this directory (<out>/<detector>/<category>/<detector>_<file>.csv).").StringVar(&o.out)
 	cmd.Flag("detector", "Detector type to run, as rule files name it.").Default("auto").StringVar(&o.detector)
 	cmd.Flag("threshold", "Alert threshold for the fixed-threshold score (default: the detector's own).").Float64Var(&o.threshold)
+	cmd.Flag("report", "Also print standard scores per category, at the optimised and the fixed threshold.").BoolVar(&o.report)
+	cmd.Flag("cross-validate", "Also print cross-validated scores: the threshold tuned on all categories but one (or on half of them) and scored on the held-out ones.").BoolVar(&o.crossValidate)
 	cmd.Action(cli.action(func(ctx context.Context) error {
 		o.progress = isTerminal(cli.stderr)
 		return benchNAB(ctx, cli.stdout, cli.stderr, o)
@@ -31,6 +34,8 @@ type benchNABOptions struct {
 	data, out, detector string
 	threshold           float64 // 0: the detector's default
 	progress            bool
+	report              bool
+	crossValidate       bool
 }
 
 // benchNAB runs one detector over the corpus in a fresh instance per file and
@@ -77,14 +82,23 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 	report := nab.Evaluate(corpus, scores, threshold)
 	wall := time.Since(wallStart)
 
-	fmt.Fprintf(stdout, "NAB: detector %q over %d files, %d rows, %d windows\n\n",
-		o.detector, len(corpus.Files), report.Rows, corpus.Windows())
+	fmt.Fprintf(stdout, "NAB: detector %q over %d files, %d rows (%d missing values), %d windows\n\n",
+		o.detector, len(corpus.Files), report.Rows, corpus.Missing(), corpus.Windows())
 	fmt.Fprintf(stdout, "%-20s %7s  %-10s %4s %4s %5s\n", "profile", "score", "threshold", "TP", "FN", "FP")
 	for _, r := range report.Optimized {
 		fmt.Fprintf(stdout, "%-20s %7.2f  %-10.6g %4d %4d %5d\n", r.Profile.Name, r.Normalized, r.Threshold, r.TP, r.FN, r.FP)
 	}
 	f := report.Fixed
 	fmt.Fprintf(stdout, "%-20s %7.2f  %-10.6g %4d %4d %5d  (fixed alert threshold)\n\n", "standard", f.Normalized, f.Threshold, f.TP, f.FN, f.FP)
+
+	if o.report {
+		printCategories(stdout, nab.ByCategory(corpus, scores, report.Optimized[0].Threshold, threshold))
+	}
+	if o.crossValidate {
+		cands := []nab.Candidate{{Name: o.detector, Scores: scores}}
+		printFolds(stdout, "leave one category out", nab.CrossValidate(corpus, cands, corpus.LeaveOneOut(), nab.Standard))
+		printFolds(stdout, "halves", nab.CrossValidate(corpus, cands, corpus.Halves(), nab.Standard))
+	}
 
 	std := report.Optimized[0].Normalized
 	rank := 1
@@ -102,6 +116,42 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 		fmt.Fprintf(stdout, "results in %s\n", o.out)
 	}
 	return nil
+}
+
+// printCategories prints the standard profile per category.
+func printCategories(w io.Writer, cats []nab.CategoryScore) {
+	fmt.Fprintf(w, "per category (standard profile; optimised = the corpus-wide optimised threshold)\n")
+	fmt.Fprintf(w, "%-22s %5s %7s %7s  %9s %4s %4s %5s  %9s %4s %4s %5s\n",
+		"category", "files", "windows", "missing", "optimised", "TP", "FN", "FP", "fixed", "TP", "FN", "FP")
+	for _, c := range cats {
+		o, f := c.Optimized, c.Fixed
+		fmt.Fprintf(w, "%-22s %5d %7d %7d  %9s %4d %4d %5d  %9s %4d %4d %5d\n",
+			c.Category, c.Files, c.Windows, c.Missing, categoryScore(o, c.Windows), o.TP, o.FN, o.FP,
+			categoryScore(f, c.Windows), f.TP, f.FN, f.FP)
+	}
+	fmt.Fprintln(w)
+}
+
+// printFolds prints cross-validation results: per fold, the threshold tuned
+// on the other categories and the score of the held-out ones with it.
+func printFolds(w io.Writer, title string, folds []nab.FoldResult) {
+	fmt.Fprintf(w, "cross-validation, %s (standard profile, threshold tuned on the rest)\n", title)
+	fmt.Fprintf(w, "%-22s %10s %6s  %9s %4s %4s %5s\n", "held out", "threshold", "tuned", "held-out", "TP", "FN", "FP")
+	for _, f := range folds {
+		windows := f.Trial.TP + f.Trial.FN
+		fmt.Fprintf(w, "%-22s %10.6g %6.2f  %9s %4d %4d %5d\n",
+			strings.Join(f.Test, "+"), f.Tune.Threshold, f.Tune.Normalized, categoryScore(f.Trial, windows), f.Trial.TP, f.Trial.FN, f.Trial.FP)
+	}
+	fmt.Fprintln(w)
+}
+
+// categoryScore formats a normalised score, or the raw one where there is
+// no window to normalise by (only false positives count there).
+func categoryScore(o nab.Outcome, windows int) string {
+	if windows == 0 {
+		return fmt.Sprintf("raw %.2f", o.Raw)
+	}
+	return fmt.Sprintf("%.2f", o.Normalized)
 }
 
 // isTerminal reports whether w is a terminal, where progress is worth

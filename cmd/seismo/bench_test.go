@@ -19,11 +19,16 @@ func writeNABCorpus(t *testing.T) string {
 	var b strings.Builder
 	b.WriteString("timestamp,value\n")
 	for i := range 600 {
-		v := 10 + i%3
-		if i == 500 {
-			v = 90
+		v := fmt.Sprint(10 + i%3)
+		switch {
+		case i == 500:
+			v = "90"
+		case i == 300:
+			v = "" // a missed scrape
+		case i == 301:
+			v = "NaN"
 		}
-		fmt.Fprintf(&b, "2015-01-01 %02d:%02d:00,%d\n", i/60, i%60, v)
+		fmt.Fprintf(&b, "2015-01-01 %02d:%02d:00,%s\n", i/60, i%60, v)
 	}
 	files := map[string]string{
 		"data/cat/series.csv":          b.String(),
@@ -51,13 +56,19 @@ func TestBenchNAB(t *testing.T) {
 		{
 			name:     "default detector with results",
 			args:     []string{"bench", "nab", "--data", data, "--out", out},
-			stdout:   []string{`detector "auto"`, "standard", "reward_low_FP_rate", "reward_low_FN_rate", "(fixed alert threshold)", "published scoreboard", "detector time"},
+			stdout:   []string{`detector "auto"`, "600 rows (2 missing values)", "standard", "reward_low_FP_rate", "reward_low_FN_rate", "(fixed alert threshold)", "published scoreboard", "detector time"},
 			wantFile: filepath.Join(out, "auto", "cat", "auto_series.csv"),
 		},
 		{
 			name:   "named detector and threshold",
 			args:   []string{"bench", "nab", "--data", data, "--detector", "mad", "--threshold", "0.9"},
 			stdout: []string{`detector "mad"`, "0.9 "},
+		},
+		{
+			name: "per-category report and cross-validation",
+			args: []string{"bench", "nab", "--data", data, "--detector", "zscore", "--report", "--cross-validate"},
+			stdout: []string{`detector "zscore"`, "per category", "cat                        1       1       2",
+				"cross-validation, leave one category out", "cross-validation, halves"},
 		},
 		{
 			name:   "unknown detector",

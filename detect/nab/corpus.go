@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -44,6 +45,9 @@ type File struct {
 	// Times are the row timestamps in Unix milliseconds (UTC).
 	Times  []int64
 	Values []float64
+	// Missing counts rows whose value is empty or NaN (a missed scrape in a
+	// real export): their Values entry is NaN, which detectors skip.
+	Missing int
 	// Windows are sorted by position and do not overlap.
 	Windows []Window
 }
@@ -71,6 +75,15 @@ func (c *Corpus) Rows() int {
 	n := 0
 	for _, f := range c.Files {
 		n += f.Rows()
+	}
+	return n
+}
+
+// Missing is the total number of rows without a value.
+func (c *Corpus) Missing() int {
+	n := 0
+	for _, f := range c.Files {
+		n += f.Missing
 	}
 	return n
 }
@@ -155,9 +168,12 @@ func ReadFile(name string, r io.Reader) (*File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: timestamp: %w", line, err)
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(rec[1]), 64)
+		v, err := parseValue(rec[1])
 		if err != nil {
 			return nil, fmt.Errorf("line %d: value: %w", line, err)
+		}
+		if math.IsNaN(v) {
+			f.Missing++
 		}
 		f.RawTimestamps = append(f.RawTimestamps, rec[0])
 		f.RawValues = append(f.RawValues, rec[1])
@@ -165,6 +181,16 @@ func ReadFile(name string, r io.Reader) (*File, error) {
 		f.Values = append(f.Values, v)
 	}
 	return f, nil
+}
+
+// parseValue parses a data value; an empty value is a missing sample and
+// reads as NaN, as does "NaN" itself.
+func parseValue(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return math.NaN(), nil
+	}
+	return strconv.ParseFloat(s, 64)
 }
 
 // SetWindows converts timestamp windows ([start, end], both inclusive) to

@@ -1,6 +1,7 @@
 package nab
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,13 +16,15 @@ func TestReadFile(t *testing.T) {
 		in      string
 		rows    int
 		wantErr string
+		missing int
 	}{
-		{"LF", "timestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:05:00,2.5\n", 2, ""},
-		{"CRLF without final newline", "timestamp,value\r\n2014-01-01 00:00:00,1\r\n2014-01-01 00:05:00,2", 2, ""},
-		{"repeated timestamps are kept", "timestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:00:00,2\n", 2, ""},
-		{"bad header", "time,value\n", 0, "header"},
-		{"bad value", "timestamp,value\n2014-01-01 00:00:00,x\n", 0, "line 2: value"},
-		{"bad timestamp", "timestamp,value\n2014-01-01T00:00:00,1\n", 0, "line 2: timestamp"},
+		{"LF", "timestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:05:00,2.5\n", 2, "", 0},
+		{"CRLF without final newline", "timestamp,value\r\n2014-01-01 00:00:00,1\r\n2014-01-01 00:05:00,2", 2, "", 0},
+		{"repeated timestamps are kept", "timestamp,value\n2014-01-01 00:00:00,1\n2014-01-01 00:00:00,2\n", 2, "", 0},
+		{"bad header", "time,value\n", 0, "header", 0},
+		{"bad value", "timestamp,value\n2014-01-01 00:00:00,x\n", 0, "line 2: value", 0},
+		{"empty and NaN values are missing samples", "timestamp,value\n2014-01-01 00:00:00,\n2014-01-01 00:05:00,NaN\n2014-01-01 00:10:00, \n2014-01-01 00:15:00,3\n", 4, "", 3},
+		{"bad timestamp", "timestamp,value\n2014-01-01T00:00:00,1\n", 0, "line 2: timestamp", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -32,6 +35,10 @@ func TestReadFile(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Equal(t, tt.rows, f.Rows())
+			require.Equal(t, tt.missing, f.Missing)
+			for i, v := range f.Values {
+				require.Equal(t, i < tt.missing, math.IsNaN(v), "row %d", i)
+			}
 			require.Equal(t, "cat", f.Category())
 		})
 	}

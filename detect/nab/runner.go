@@ -2,6 +2,7 @@ package nab
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/seismo-agent/seismo/detect"
@@ -21,9 +22,7 @@ func Run(c *Corpus, newDetector func() (detect.Detector, error), progress func(d
 		}
 		scores := make([]float64, f.Rows())
 		start := time.Now()
-		for i, v := range f.Values {
-			scores[i] = d.Observe(f.Times[i], v).Score
-		}
+		ScoreSeries(d, f.Times, f.Values, scores)
 		elapsed += time.Since(start)
 		out[fi] = scores
 		if progress != nil {
@@ -31,6 +30,26 @@ func Run(c *Corpus, newDetector func() (detect.Detector, error), progress func(d
 		}
 	}
 	return out, elapsed, nil
+}
+
+// ScoreSeries feeds a series to d and writes the score of each row to out
+// (len(values) long). A row whose previous verdict was already anomalous
+// belongs to the same episode: it scores 0, so an episode is one detection,
+// as it is one alert, however long the detector's state stays anomalous.
+// Rows without a value (NaN) neither start nor end an episode.
+func ScoreSeries(d detect.Detector, times []int64, values []float64, out []float64) {
+	inEpisode := false
+	for i, v := range values {
+		verdict := d.Observe(times[i], v)
+		out[i] = verdict.Score
+		if math.IsNaN(v) {
+			continue
+		}
+		if inEpisode {
+			out[i] = 0
+		}
+		inEpisode = verdict.State == detect.StateAnomalous
+	}
 }
 
 // Series pairs the corpus windows with per-file scores for the scorer.
