@@ -115,6 +115,7 @@ func newAgent(cfg *config.Config, opts agentOptions) (*agent, error) {
 	w, err := web.New(web.Options{
 		ListenAddress:         cfg.HTTP.ListenAddress,
 		MaxConcurrentRequests: cfg.HTTP.MaxConcurrentRequests,
+		RoutePrefix:           cfg.HTTP.RoutePrefixOrDefault(),
 		Reload:                a.requestReload,
 		Set:                   httpSet,
 		Logger:                opts.logger.With("component", "web"),

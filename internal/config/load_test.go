@@ -151,6 +151,16 @@ log:
 			want: []string{`bad.yml:2:19: http.listen_address: want host:port, got "localhost"`},
 		},
 		{
+			name: "route prefix not a plain path",
+			yaml: "http:\n  route_prefix: seismo\n",
+			want: []string{`bad.yml:2:17: http.route_prefix: want a path starting with /, got "seismo"`},
+		},
+		{
+			name: "route prefix with a dot segment",
+			yaml: "http:\n  route_prefix: /a/../b\n",
+			want: []string{`bad.yml:2:17: http.route_prefix: want a path without empty, . or .. segments, got "/a/../b"`},
+		},
+		{
 			name: "section given as a scalar",
 			yaml: "http: yes\n",
 			want: []string{`bad.yml:1:7: http: want a mapping, got "yes"`},
@@ -405,6 +415,27 @@ func TestDecodeMergesStructsAndReplacesListsAndMaps(t *testing.T) {
 			tt.want(&want)
 			require.NoError(t, decode(data, &got))
 			require.Equal(t, want, got)
+		})
+	}
+}
+
+func TestRoutePrefixOrDefault(t *testing.T) {
+	tests := []struct {
+		name             string
+		h                HTTPConfig
+		prefix, external string
+	}{
+		{"root", HTTPConfig{ListenAddress: "127.0.0.1:9797"}, "", "http://127.0.0.1:9797"},
+		{"set", HTTPConfig{ListenAddress: "127.0.0.1:9797", RoutePrefix: "/seismo/"}, "/seismo", "http://127.0.0.1:9797/seismo"},
+		{"from external URL", HTTPConfig{ListenAddress: ":1", ExternalURL: "https://ops.example.com/seismo/"}, "/seismo", "https://ops.example.com/seismo"},
+		{"explicit wins", HTTPConfig{ListenAddress: ":1", ExternalURL: "https://ops.example.com/x", RoutePrefix: "/"}, "", "https://ops.example.com/x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.h.MaxConcurrentRequests = 1
+			require.NoError(t, tt.h.Validate())
+			require.Equal(t, tt.prefix, tt.h.RoutePrefixOrDefault())
+			require.Equal(t, tt.external, tt.h.ExternalURLOrDefault())
 		})
 	}
 }
