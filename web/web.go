@@ -41,7 +41,8 @@ type Options struct {
 	Logger *slog.Logger
 	// ShutdownTimeout bounds how long Run waits for requests in flight
 	// after its context ends. 0 means 5s.
-	ShutdownTimeout time.Duration	// RoutePrefix, when not empty ("/seismo"), serves every endpoint under
+	ShutdownTimeout time.Duration
+	// RoutePrefix, when not empty ("/seismo"), serves every endpoint under
 	// that path (see withPrefix).
 	RoutePrefix string
 }

@@ -85,7 +85,8 @@ type HTTPConfig struct {
 	ExternalURL string `koanf:"external_url"`
 	// MaxConcurrentRequests bounds concurrent API requests (mounted under
 	// /api/); health, readiness and /metrics are never limited.
-	MaxConcurrentRequests int `koanf:"max_concurrent_requests"`	// RoutePrefix is the path under which every endpoint and the console
+	MaxConcurrentRequests int `koanf:"max_concurrent_requests"`
+	// RoutePrefix is the path under which every endpoint and the console
 	// are served ("/seismo"), for a reverse proxy that hosts the agent
 	// under a path. Empty means the path of ExternalURL, or the root.
 	RoutePrefix string `koanf:"route_prefix"`
