@@ -439,3 +439,29 @@ func TestRoutePrefixOrDefault(t *testing.T) {
 		})
 	}
 }
+
+func TestRedactedYAML(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "seismo.yml", `http:
+  listen_address: 127.0.0.1:1111
+collectors:
+  scrape_configs:
+    - job_name: shop
+      basic_auth: {username: u, password: hunter2}
+      static_configs: [{targets: ["127.0.0.1:8080"]}]
+`)
+	cfg, err := Load(LoadOptions{File: file})
+	require.NoError(t, err)
+	b, err := cfg.RedactedYAML()
+	require.NoError(t, err)
+	out := string(b)
+	require.NotContains(t, out, "hunter2")
+	require.Contains(t, out, "password: <secret>")
+	require.Contains(t, out, "listen_address: 127.0.0.1:1111")
+	require.Contains(t, out, "shutdown_timeout: 4s")
+	require.Contains(t, out, "job_name: shop")
+	// The rendering is itself a config the agent accepts.
+	again := writeFile(t, dir, "again.yml", strings.ReplaceAll(out, "<secret>", "x"))
+	_, err = Load(LoadOptions{File: again})
+	require.NoError(t, err)
+}
