@@ -188,7 +188,7 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 		return err
 	}
 	a.addService(notifySvc)
-	return nil
+	return wireConsole(a)
 }
 
 // checkDataDir creates the data directory if needed and makes sure it is
