@@ -109,7 +109,7 @@ func (h *History) Select(rule string, alert labels.Labels) *ReplayResult {
 	defer h.mu.Unlock()
 	res := &ReplayResult{}
 	for _, tr := range h.traces {
-		if tr.Rule != rule || !labelsMatch(tr.Labels.DropReserved(func(n string) bool { return n == "signal" }), alert) {
+		if tr.Rule != rule || !labelsMatch(labels.NewBuilder(tr.Labels).Del("signal").Labels(), alert) {
 			continue
 		}
 		res.Traces = append(res.Traces, &Trace{Rule: tr.Rule, Labels: tr.Labels, Points: slices.Clone(tr.Points)})

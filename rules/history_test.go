@@ -65,3 +65,17 @@ func TestHistoryBoundsSeries(t *testing.T) {
 	h.observe(r, labels.FromStrings("i", "new"), TracePoint{T: t0.Add(2 * time.Hour), Value: 1})
 	require.Len(t, h.Select("A", labels.FromStrings("alertname", "A", "i", "new")).Traces, 1)
 }
+
+func TestHistorySelectsCompositeSignals(t *testing.T) {
+	h := NewHistory(time.Hour)
+	r := &Rule{Name: "C"}
+	for i := range 3 {
+		ts := t0.Add(time.Duration(i) * time.Second)
+		h.observe(r, labels.FromStrings("job", "shop", "signal", "symptom"), TracePoint{T: ts, Value: 1, Lower: 0, Upper: 2, HasBand: true})
+		h.observe(r, labels.FromStrings("job", "shop", "signal", "resource"), TracePoint{T: ts, Value: 3})
+	}
+	res := h.Select("C", labels.FromStrings("alertname", "C", "job", "shop", "severity", "page"))
+	require.Len(t, res.Traces, 2, "every signal of the composite rule")
+	require.Equal(t, "resource", res.Traces[0].Labels.Get("signal"))
+	require.Empty(t, h.Select("C", labels.FromStrings("alertname", "C", "job", "other")).Traces)
+}

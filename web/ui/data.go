@@ -70,12 +70,16 @@ type apiAlert struct {
 // Name is the alert's alertname.
 func (a *apiAlert) Name() string { return a.Labels[labels.AlertName] }
 
-// Summary is the explanation's summary, else the summary annotation.
+// Summary is the summary annotation (the rule author's words, usually
+// quoting the explanation), else the explanation's summary.
 func (a *apiAlert) Summary() string {
-	if a.Explanation != nil && a.Explanation.Summary != "" {
+	if s := a.Annotations["summary"]; s != "" {
+		return s
+	}
+	if a.Explanation != nil {
 		return a.Explanation.Summary
 	}
-	return a.Annotations["summary"]
+	return ""
 }
 
 // Num is the alert's value as a number.
@@ -117,10 +121,17 @@ func (c *Console) alertsData(r *http.Request) (any, error) {
 		}
 		p.Alerts = append(p.Alerts, a)
 	}
-	// Firing first, then pending; the oldest first within each.
+	// Firing first, then pending; within each, alerts a detector explained
+	// (they say what is wrong) before plain ones, then the oldest first.
 	slices.SortStableFunc(p.Alerts, func(a, b *apiAlert) int {
 		if a.State != b.State {
 			if a.State == "firing" {
+				return -1
+			}
+			return 1
+		}
+		if (a.Explanation == nil) != (b.Explanation == nil) {
+			if a.Explanation != nil {
 				return -1
 			}
 			return 1

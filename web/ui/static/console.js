@@ -107,8 +107,14 @@
   }
 
   function copy(text) {
-    if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+    if (navigator.clipboard && window.isSecureContext) {
+      return navigator.clipboard.writeText(text).catch(function () { return copyBySelection(text); });
+    }
     // Plain http behind a proxy has no clipboard API: select and copy.
+    return copyBySelection(text);
+  }
+
+  function copyBySelection(text) {
     var ta = document.createElement("textarea");
     ta.value = text;
     ta.style.position = "fixed";
