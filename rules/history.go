@@ -102,8 +102,8 @@ func (h *History) transition(t Transition) {
 // Select returns copies of the traces and transitions of rule whose series
 // labels agree with alert (an alert's final label set: every label of the
 // series, other than the metric name and the "signal" a composite
-// detector's panel carries, has the same value in alert). The traces are
-// sorted by labels, so a composite rule's signals come in a stable order.
+// detector's panel carries, has the same value in alert). The judged
+// series come first, then the others by labels, in a stable order.
 func (h *History) Select(rule string, alert labels.Labels) *ReplayResult {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -114,13 +114,27 @@ func (h *History) Select(rule string, alert labels.Labels) *ReplayResult {
 		}
 		res.Traces = append(res.Traces, &Trace{Rule: tr.Rule, Labels: tr.Labels, Points: slices.Clone(tr.Points)})
 	}
-	slices.SortFunc(res.Traces, func(a, b *Trace) int { return labels.Compare(a.Labels, b.Labels) })
+	// The series the detector judges (with a band) first, as the
+	// explanation lists it; then by labels.
+	slices.SortFunc(res.Traces, func(a, b *Trace) int {
+		if ba, bb := hasBand(a), hasBand(b); ba != bb {
+			if ba {
+				return -1
+			}
+			return 1
+		}
+		return labels.Compare(a.Labels, b.Labels)
+	})
 	for _, t := range h.trans {
 		if t.Rule == rule && labels.Equal(t.Labels, alert) {
 			res.Transitions = append(res.Transitions, t)
 		}
 	}
 	return res
+}
+
+func hasBand(t *Trace) bool {
+	return slices.ContainsFunc(t.Points, func(p TracePoint) bool { return p.HasBand })
 }
 
 // WriteSVG draws the chart of the alert with labels alert (alertname

@@ -76,6 +76,6 @@ func TestHistorySelectsCompositeSignals(t *testing.T) {
 	}
 	res := h.Select("C", labels.FromStrings("alertname", "C", "job", "shop", "severity", "page"))
 	require.Len(t, res.Traces, 2, "every signal of the composite rule")
-	require.Equal(t, "resource", res.Traces[0].Labels.Get("signal"))
+	require.Equal(t, "symptom", res.Traces[0].Labels.Get("signal"), "the judged signal first")
 	require.Empty(t, h.Select("C", labels.FromStrings("alertname", "C", "job", "other")).Traces)
 }
