@@ -1,13 +1,13 @@
 package ui
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sort"
 	"strconv"
@@ -25,8 +25,11 @@ func callAPI(r *http.Request, h http.Handler, path string, out any) error {
 	if h == nil {
 		return fmt.Errorf("%s: %w", path, errNotWired)
 	}
-	req := httptest.NewRequestWithContext(r.Context(), http.MethodGet, path, nil)
-	rec := httptest.NewRecorder()
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, path, nil)
+	if err != nil {
+		return err
+	}
+	rec := &recorder{header: http.Header{}, Code: http.StatusOK}
 	h.ServeHTTP(rec, req)
 	var body struct {
 		Status string          `json:"status"`
@@ -40,6 +43,27 @@ func callAPI(r *http.Request, h http.Handler, path string, out any) error {
 		return fmt.Errorf("%s: %d %s", path, rec.Code, body.Error)
 	}
 	return json.Unmarshal(body.Data, out)
+}
+
+// recorder keeps an in-process answer.
+type recorder struct {
+	header http.Header
+	Code   int
+	Body   bytes.Buffer
+	wrote  bool
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.Code, r.wrote = code, true
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	return r.Body.Write(b)
 }
 
 type band struct {
