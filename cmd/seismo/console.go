@@ -20,6 +20,7 @@ const consoleChartWindow = 3 * time.Hour
 // what the API answers), the rules' live history and the targets.
 type consoleSources struct {
 	alerts, rules, silences, drafts http.Handler
+	silencedBy                      func(labels.Labels) []string
 	history                         *rules.History
 	targets                         func() []collectors.TargetStatus
 }
@@ -31,6 +32,7 @@ func wireConsole(a *agent) error {
 	opts := ui.Options{
 		Prefix: a.web.RoutePrefix(),
 		Alerts: src.alerts, Rules: src.rules, Silences: src.silences, Drafts: src.drafts,
+		SilencedBy: src.silencedBy,
 		Status: func() ui.Status {
 			return ui.Status{
 				Version: a.version.Version, Revision: a.version.Revision, GoVersion: a.version.GoVersion,

@@ -347,7 +347,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	eval[int](t, bctx, `window.seismoMarker = 42`)
 	shop.fault.Store(true)
 	browse(t, bctx, 90*time.Second, chromedp.WaitVisible(chromedp.CSS(`article.firing[data-alert="SaturationWithoutCPU"] figure.chart svg`)))
-	browse(t, bctx, 20*time.Second, chromedp.WaitVisible(chromedp.CSS(`article.firing[data-alert="QueueBacklog"]`)))
+	browse(t, bctx, 20*time.Second, chromedp.WaitVisible(chromedp.CSS(`article.firing[data-alert="QueueBacklog"] a.badge.silenced`)))
+	require.Zero(t, eval[int](t, bctx, `document.querySelectorAll('article[data-alert="SaturationWithoutCPU"] .silenced').length`))
 	require.Equal(t, 42, eval[int](t, bctx, `window.seismoMarker`), "the page refreshed itself without a reload")
 
 	card := text(t, bctx, `article[data-alert="SaturationWithoutCPU"]`)

@@ -87,8 +87,9 @@ type apiAlert struct {
 	Draft       *model.Draft       `json:"draft"`
 
 	// Filled by the console.
-	Chart    template.HTML `json:"-"`
-	Matchers string        `json:"-"`
+	Chart      template.HTML `json:"-"`
+	Matchers   string        `json:"-"`
+	SilencedBy []string      `json:"-"`
 }
 
 // Name is the alert's alertname.
@@ -135,6 +136,9 @@ func (c *Console) alertsData(r *http.Request) (any, error) {
 			continue
 		}
 		a.Matchers = matchers(a.Labels)
+		if c.opts.SilencedBy != nil {
+			a.SilencedBy = c.opts.SilencedBy(labels.FromMap(a.Labels))
+		}
 		if c.opts.Chart != nil {
 			var b strings.Builder
 			if err := c.opts.Chart(&b, labels.FromMap(a.Labels)); err != nil {

@@ -63,6 +63,9 @@ type Options struct {
 	// Alerts, Rules, Silences and Drafts serve GET /api/v1/alerts,
 	// /api/v1/rules, /api/v1/silences and /api/v1/drafts.
 	Alerts, Rules, Silences, Drafts http.Handler
+	// SilencedBy returns the IDs of the active silences that mute an
+	// alert with the given labels.
+	SilencedBy func(alert labels.Labels) []string
 	// Chart writes the SVG chart of the alert with the given labels.
 	Chart func(w io.Writer, alert labels.Labels) error
 	// Targets lists the collectors' targets.

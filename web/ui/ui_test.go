@@ -51,6 +51,12 @@ func testOptions() Options {
 			_, err := io.WriteString(w, `<svg class="test-chart" data-for="`+alert.Get("alertname")+`"><polyline points="1,2 3,4"/></svg>`)
 			return err
 		},
+		SilencedBy: func(ls labels.Labels) []string {
+			if ls.Get("alertname") == "Plain" {
+				return []string{"s1"}
+			}
+			return nil
+		},
 		Status: func() Status { return Status{Version: "1.2.3", StartedAt: now.Add(-time.Hour), LastReloadOK: true} },
 		Config: func() ([]byte, error) { return []byte("password: <secret>\n"), nil },
 		Targets: func() []Target {
@@ -123,6 +129,7 @@ func TestPages(t *testing.T) {
 	// The explained alert leads, although the plain one is older.
 	_, body := get(t, base+"/")
 	require.Less(t, strings.Index(body, `data-alert="Slow"`), strings.Index(body, `data-alert="Plain"`))
+	require.Equal(t, 1, strings.Count(body, `class="badge silenced" href="/ops/seismo/silences" title="silence s1"`), "only the silenced alert says so")
 }
 
 // TestConsoleSharesAPISlots fills the server's only API slot: console pages
