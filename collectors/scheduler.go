@@ -438,6 +438,7 @@ type loop struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	tm     *targetMetrics
+	status targetStatus // the last collection, for Scheduler.Targets
 }
 
 func (l *loop) start(ctx context.Context) {
@@ -553,6 +554,7 @@ func (l *loop) once(ctx context.Context, ts time.Time, app *store.Appender, cach
 	}
 	l.tm.duration.Set(dur)
 	l.tm.success.Set(up)
+	l.status.set(ts, dur, err)
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -153,6 +153,20 @@ func (s *silences) filter(alerts []*model.Alert, now time.Time) []*model.Alert {
 	})
 }
 
+// mutedBy returns the IDs of the active silences that mute ls, sorted.
+func (s *silences) mutedBy(ls labels.Labels, now time.Time) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var ids []string
+	for id, sil := range s.list {
+		if sil.status(now) == "active" && sil.mutes(ls) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 func (s *silences) add(sil *Silence) error {
 	if sil.ID == "" {
 		var b [8]byte
@@ -211,6 +225,10 @@ func (d *Dispatcher) AddSilence(s Silence) (Silence, error) {
 	err := d.sil.add(&s)
 	return s, err
 }
+
+// SilencedBy returns the IDs of the active silences that mute an alert with
+// labels ls (none: nil). Safe for concurrent use.
+func (d *Dispatcher) SilencedBy(ls labels.Labels) []string { return d.sil.mutedBy(ls, d.now()) }
 
 // SilencesHandler serves the silences API:
 //

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
 
 	"github.com/seismo-agent/seismo/notify"
@@ -48,6 +49,8 @@ func TestSilences(t *testing.T) {
 		require.Equal(t, http.StatusOK, rec.Code)
 		require.Contains(t, rec.Body.String(), `"status":"active"`)
 		require.Contains(t, rec.Body.String(), created.Data.SilenceID)
+		require.Equal(t, []string{created.Data.SilenceID}, d2.SilencedBy(labels.FromStrings("alertname", "Latency", "instance", "a")))
+		require.Empty(t, d2.SilencedBy(labels.FromStrings("alertname", "Latency", "instance", "c")))
 
 		rec = httptest.NewRecorder()
 		h2.ServeHTTP(rec, httptest.NewRequest(http.MethodDelete, "/api/v1/silences/"+created.Data.SilenceID, nil))

@@ -104,7 +104,10 @@ type evalEnv struct {
 	record       func(ctx context.Context, ts time.Time, v promql.Vector) error
 	onTransition func(Transition)
 	onObserve    func(r *Rule, l labels.Labels, p TracePoint)
-	metrics      *groupMetrics
+	// history, when set, also keeps the composite detectors' other
+	// signals, so a live chart shows each signal.
+	history *History
+	metrics *groupMetrics
 }
 
 func newGroupState(g *Group, env *evalEnv) *groupState {
@@ -370,6 +373,13 @@ func (rs *ruleState) evalComposite(ctx context.Context, ts time.Time, signals ma
 				for _, s := range vec {
 					first += s.F
 				}
+			}
+			if h := rs.group.env.history; h != nil && i > 0 && len(vec) > 0 {
+				sum := 0.0
+				for _, s := range vec {
+					sum += s.F
+				}
+				h.observe(r, labels.NewBuilder(g).Set("signal", sig.Name).Labels(), TracePoint{T: ts, Value: sum})
 			}
 		}
 		ss := rs.series[key]

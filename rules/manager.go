@@ -58,6 +58,9 @@ type Options struct {
 	Kinds  func() []string
 	// OnTransition, when set, sees every alert state change.
 	OnTransition func(Transition)
+	// History, when set, keeps recent values, bands and transitions for
+	// live charts.
+	History *History
 }
 
 // Manager loads rule groups, evaluates them on their intervals and keeps
@@ -263,7 +266,7 @@ func countRules(gs []*groupState) int {
 }
 
 func (m *Manager) newEnv(cfg Config, g *Group) *evalEnv {
-	return &evalEnv{
+	env := &evalEnv{
 		source:       m.sourceFor(g),
 		lifecycle:    cfg.lifecycle(),
 		grace:        cfg.SeriesGrace,
@@ -274,6 +277,23 @@ func (m *Manager) newEnv(cfg Config, g *Group) *evalEnv {
 		onObserve:    m.onObserve,
 		metrics:      m.mets.group(g),
 	}
+	if h := m.opts.History; h != nil {
+		env.history = h
+		obs, tr := env.onObserve, env.onTransition
+		env.onObserve = func(r *Rule, l labels.Labels, p TracePoint) {
+			h.observe(r, l, p)
+			if obs != nil {
+				obs(r, l, p)
+			}
+		}
+		env.onTransition = func(t Transition) {
+			h.transition(t)
+			if tr != nil {
+				tr(t)
+			}
+		}
+	}
+	return env
 }
 
 // ruleKey identifies a rule across reloads and restarts: group key, name and

@@ -33,7 +33,8 @@ func WriteSVG(w io.Writer, res *ReplayResult) error {
 		height = 60
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", width, height)
+	// The viewBox lets a page scale the chart to its width.
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 	if len(traces) == 0 {
 		b.WriteString(`<text x="10" y="30">no alerts in this replay</text>` + "\n")

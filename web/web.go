@@ -42,6 +42,9 @@ type Options struct {
 	// ShutdownTimeout bounds how long Run waits for requests in flight
 	// after its context ends. 0 means 5s.
 	ShutdownTimeout time.Duration
+	// RoutePrefix, when not empty ("/seismo"), serves every endpoint under
+	// that path (see withPrefix).
+	RoutePrefix string
 }
 
 // Server is the agent's HTTP server. Create it with New, mount handlers with
@@ -100,6 +103,9 @@ func New(opts Options) (*Server, error) {
 	s.mux.Handle("GET /-/ready", s.instrument("/-/ready", http.HandlerFunc(s.readyHandler)))
 	s.mux.Handle("GET /metrics", s.instrument("/metrics", http.HandlerFunc(s.metrics)))
 	s.mux.Handle("POST /-/reload", s.instrument("/-/reload", http.HandlerFunc(s.reload)))
+	if p := strings.TrimRight(opts.RoutePrefix, "/"); p != "" {
+		s.srv.Handler = s.withPrefix(p, s.srv.Handler)
+	}
 	return s, nil
 }
 

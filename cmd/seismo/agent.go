@@ -77,6 +77,11 @@ type agent struct {
 	// requests made during shutdown fail at once instead of hanging.
 	stopped chan struct{}
 
+	// startedAt is when the agent was built, for the console's uptime.
+	startedAt time.Time
+	// ui collects, while wire runs, what the console reads (console.go).
+	ui consoleSources
+
 	reloadOK      *metrics.Gauge
 	reloadSuccess *metrics.Gauge
 	reloadsTotal  *metrics.Counter
@@ -102,6 +107,7 @@ func newAgent(cfg *config.Config, opts agentOptions) (*agent, error) {
 		reloads: make(chan chan error),
 		stopped: make(chan struct{}),
 	}
+	a.startedAt = opts.now()
 	a.set.NewGauge(fmt.Sprintf(`seismo_build_info{version=%q,revision=%q,goversion=%q}`,
 		a.version.Version, a.version.Revision, a.version.GoVersion), func() float64 { return 1 })
 	a.reloadOK = a.set.NewGauge(`seismo_config_last_reload_successful`, nil)
@@ -115,6 +121,7 @@ func newAgent(cfg *config.Config, opts agentOptions) (*agent, error) {
 	w, err := web.New(web.Options{
 		ListenAddress:         cfg.HTTP.ListenAddress,
 		MaxConcurrentRequests: cfg.HTTP.MaxConcurrentRequests,
+		RoutePrefix:           cfg.HTTP.RoutePrefixOrDefault(),
 		Reload:                a.requestReload,
 		Set:                   httpSet,
 		Logger:                opts.logger.With("component", "web"),

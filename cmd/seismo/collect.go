@@ -85,6 +85,7 @@ func wireCollect(a *agent, cfg *config.Config) (*collected, error) {
 		a.web.Handle(m+" /api/v1/series", api.SeriesHandler())
 	}
 	a.web.Handle("GET /api/v1/label/{name}/values", api.LabelValuesHandler())
+	a.ui.targets = sched.Targets
 	return c, nil
 }
 

@@ -51,6 +51,7 @@ func wireNotify(a *agent, cfg *config.Config) (rules.NotifyFunc, service, error)
 	a.web.Handle("DELETE /api/v1/silences/{id}", d.SilencesHandler())
 	a.web.Handle("GET /api/v1/drafts", d.DraftsHandler())
 	a.web.Handle("GET /api/v1/drafts/{id}", d.DraftsHandler())
+	a.ui.silences, a.ui.drafts, a.ui.silencedBy = d.SilencesHandler(), d.DraftsHandler(), d.SilencedBy
 
 	fn := func(ctx context.Context, alerts ...*model.Alert) { d.Notify(ctx, alerts...) }
 	svc := service{name: "notify", run: func(ctx context.Context) error {

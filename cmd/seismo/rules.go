@@ -73,7 +73,9 @@ func registerTestRules(app *kingpin.Application, cli *cliEnv) {
 // service, its part of reload, /api/v1/rules and /api/v1/alerts. notify
 // receives alerts due for sending; recording rule results go to the store.
 func wireRules(a *agent, cfg *config.Config, c *collected, notify rules.NotifyFunc) (*rules.Manager, error) {
+	a.ui.history = rules.NewHistory(consoleChartWindow)
 	m, err := rules.NewManager(rules.Options{
+		History:     a.ui.history,
 		Source:      c.local,
 		Sources:     c.sources,
 		Notify:      debugAlerts(a.logger, notify),
@@ -96,6 +98,7 @@ func wireRules(a *agent, cfg *config.Config, c *collected, notify rules.NotifyFu
 	}})
 	a.web.Handle("GET /api/v1/rules", m.RulesHandler())
 	a.web.Handle("GET /api/v1/alerts", m.AlertsHandler())
+	a.ui.rules, a.ui.alerts = m.RulesHandler(), m.AlertsHandler()
 	return m, nil
 }
 

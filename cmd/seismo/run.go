@@ -161,6 +161,10 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 			a.logger.Warn("http.listen_address changed; restart seismo to apply it",
 				"old", cur.HTTP.ListenAddress, "new", next.HTTP.ListenAddress)
 		}
+		if next.HTTP.RoutePrefixOrDefault() != cur.HTTP.RoutePrefixOrDefault() {
+			a.logger.Warn("http.route_prefix changed; restart seismo to apply it",
+				"old", cur.HTTP.RoutePrefixOrDefault(), "new", next.HTTP.RoutePrefixOrDefault())
+		}
 		if next.HTTP.MaxConcurrentRequests != cur.HTTP.MaxConcurrentRequests {
 			a.logger.Warn("http.max_concurrent_requests changed; restart seismo to apply it",
 				"old", cur.HTTP.MaxConcurrentRequests, "new", next.HTTP.MaxConcurrentRequests)
@@ -185,7 +189,7 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 		return err
 	}
 	a.addService(notifySvc)
-	return nil
+	return wireConsole(a)
 }
 
 // checkDataDir creates the data directory if needed and makes sure it is

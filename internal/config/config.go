@@ -86,6 +86,10 @@ type HTTPConfig struct {
 	// MaxConcurrentRequests bounds concurrent API requests (mounted under
 	// /api/); health, readiness and /metrics are never limited.
 	MaxConcurrentRequests int `koanf:"max_concurrent_requests"`
+	// RoutePrefix is the path under which every endpoint and the console
+	// are served ("/seismo"), for a reverse proxy that hosts the agent
+	// under a path. Empty means the path of ExternalURL, or the root.
+	RoutePrefix string `koanf:"route_prefix"`
 }
 
 // LogConfig configures the agent's structured log.
@@ -154,16 +158,52 @@ func (h *HTTPConfig) Validate() error {
 	if h.MaxConcurrentRequests <= 0 {
 		errs.Addf("max_concurrent_requests", "must be positive, got %d", h.MaxConcurrentRequests)
 	}
+	if err := checkRoutePrefix(h.RoutePrefix); err != nil {
+		errs.Addf("route_prefix", "%v", err)
+	}
 	return errs.Err()
 }
 
-// ExternalURLOrDefault returns ExternalURL, or http://<listen_address> when
-// it is empty.
+// checkRoutePrefix accepts "" or an absolute URL path without query,
+// fragment, empty or dot segments.
+func checkRoutePrefix(p string) error {
+	if p == "" || p == "/" {
+		return nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("want a path starting with /, got %q", p)
+	}
+	if strings.ContainsAny(p, "?#%\\ ") {
+		return fmt.Errorf("want a plain path without ?, #, %%, \\ or spaces, got %q", p)
+	}
+	for _, seg := range strings.Split(strings.Trim(p, "/"), "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return fmt.Errorf("want a path without empty, . or .. segments, got %q", p)
+		}
+	}
+	return nil
+}
+
+// RoutePrefixOrDefault returns the path prefix the agent serves under,
+// without a trailing slash: RoutePrefix, else the path of ExternalURL, else
+// "" (the root).
+func (h *HTTPConfig) RoutePrefixOrDefault() string {
+	p := h.RoutePrefix
+	if p == "" && h.ExternalURL != "" {
+		if u, err := url.Parse(h.ExternalURL); err == nil {
+			p = u.Path
+		}
+	}
+	return strings.TrimRight(p, "/")
+}
+
+// ExternalURLOrDefault returns ExternalURL, or
+// http://<listen_address><route_prefix> when it is empty.
 func (h *HTTPConfig) ExternalURLOrDefault() string {
 	if h.ExternalURL != "" {
 		return strings.TrimRight(h.ExternalURL, "/")
 	}
-	return "http://" + h.ListenAddress
+	return "http://" + h.ListenAddress + h.RoutePrefixOrDefault()
 }
 
 // Validate checks the log section.

@@ -151,6 +151,16 @@ log:
 			want: []string{`bad.yml:2:19: http.listen_address: want host:port, got "localhost"`},
 		},
 		{
+			name: "route prefix not a plain path",
+			yaml: "http:\n  route_prefix: seismo\n",
+			want: []string{`bad.yml:2:17: http.route_prefix: want a path starting with /, got "seismo"`},
+		},
+		{
+			name: "route prefix with a dot segment",
+			yaml: "http:\n  route_prefix: /a/../b\n",
+			want: []string{`bad.yml:2:17: http.route_prefix: want a path without empty, . or .. segments, got "/a/../b"`},
+		},
+		{
 			name: "section given as a scalar",
 			yaml: "http: yes\n",
 			want: []string{`bad.yml:1:7: http: want a mapping, got "yes"`},
@@ -407,4 +417,51 @@ func TestDecodeMergesStructsAndReplacesListsAndMaps(t *testing.T) {
 			require.Equal(t, want, got)
 		})
 	}
+}
+
+func TestRoutePrefixOrDefault(t *testing.T) {
+	tests := []struct {
+		name             string
+		h                HTTPConfig
+		prefix, external string
+	}{
+		{"root", HTTPConfig{ListenAddress: "127.0.0.1:9797"}, "", "http://127.0.0.1:9797"},
+		{"set", HTTPConfig{ListenAddress: "127.0.0.1:9797", RoutePrefix: "/seismo/"}, "/seismo", "http://127.0.0.1:9797/seismo"},
+		{"from external URL", HTTPConfig{ListenAddress: ":1", ExternalURL: "https://ops.example.com/seismo/"}, "/seismo", "https://ops.example.com/seismo"},
+		{"explicit wins", HTTPConfig{ListenAddress: ":1", ExternalURL: "https://ops.example.com/x", RoutePrefix: "/"}, "", "https://ops.example.com/x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.h.MaxConcurrentRequests = 1
+			require.NoError(t, tt.h.Validate())
+			require.Equal(t, tt.prefix, tt.h.RoutePrefixOrDefault())
+			require.Equal(t, tt.external, tt.h.ExternalURLOrDefault())
+		})
+	}
+}
+
+func TestRedactedYAML(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "seismo.yml", `http:
+  listen_address: 127.0.0.1:1111
+collectors:
+  scrape_configs:
+    - job_name: shop
+      basic_auth: {username: u, password: hunter2}
+      static_configs: [{targets: ["127.0.0.1:8080"]}]
+`)
+	cfg, err := Load(LoadOptions{File: file})
+	require.NoError(t, err)
+	b, err := cfg.RedactedYAML()
+	require.NoError(t, err)
+	out := string(b)
+	require.NotContains(t, out, "hunter2")
+	require.Contains(t, out, "password: <secret>")
+	require.Contains(t, out, "listen_address: 127.0.0.1:1111")
+	require.Contains(t, out, "shutdown_timeout: 4s")
+	require.Contains(t, out, "job_name: shop")
+	// The rendering is itself a config the agent accepts.
+	again := writeFile(t, dir, "again.yml", strings.ReplaceAll(out, "<secret>", "x"))
+	_, err = Load(LoadOptions{File: again})
+	require.NoError(t, err)
 }

@@ -1,0 +1,162 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/seismo-agent/seismo/web"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// jsonHandler answers every request with {"status":"success","data":data}.
+func jsonHandler(data any) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": data})
+	})
+}
+
+var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func testOptions() Options {
+	active := now.Add(-5 * time.Minute)
+	return Options{
+		Alerts: jsonHandler(map[string]any{"alerts": []map[string]any{
+			{"labels": map[string]string{"alertname": "Plain", "job": "<script>alert(1)</script>"}, "state": "firing", "activeAt": active, "value": "3e+00",
+				"annotations": map[string]string{"summary": "plain one"}},
+			{"labels": map[string]string{"alertname": "Slow", "severity": "page"}, "state": "firing", "activeAt": active.Add(time.Minute), "value": "1e+00",
+				"annotations": map[string]string{},
+				"explanation": map[string]any{"detector": "decoupling", "kind": "saturation_without_cpu", "score": 1, "summary": "p99 up, CPU flat",
+					"cause": "waiting on workers", "signals": []map[string]any{{"name": "symptom", "unit": "s", "current": 2.4, "expected": 0.12, "lower": 0.1, "upper": 0.14}}}},
+			{"labels": map[string]string{"alertname": "Warm"}, "state": "warming_up", "value": "0e+00"},
+		}}),
+		Rules:    jsonHandler(map[string]any{"groups": []any{}}),
+		Silences: jsonHandler([]any{}),
+		Drafts: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, `{"status":"error","error":"boom"}`, http.StatusInternalServerError)
+		}),
+		Chart: func(w io.Writer, alert labels.Labels) error {
+			_, err := io.WriteString(w, `<svg class="test-chart" data-for="`+alert.Get("alertname")+`"><polyline points="1,2 3,4"/></svg>`)
+			return err
+		},
+		SilencedBy: func(ls labels.Labels) []string {
+			if ls.Get("alertname") == "Plain" {
+				return []string{"s1"}
+			}
+			return nil
+		},
+		Status: func() Status { return Status{Version: "1.2.3", StartedAt: now.Add(-time.Hour), LastReloadOK: true} },
+		Config: func() ([]byte, error) { return []byte("password: <secret>\n"), nil },
+		Targets: func() []Target {
+			return []Target{{Job: "shop", Instance: "a:1", Health: "down", LastScrape: now.Add(-2 * time.Second), LastError: "connection refused"}}
+		},
+		Now: func() time.Time { return now },
+	}
+}
+
+// serve mounts the console on a real web.Server and returns its base URL.
+func serve(t *testing.T, opts Options, prefix string, slots int) (*web.Server, string) {
+	t.Helper()
+	s, err := web.New(web.Options{ListenAddress: "127.0.0.1:0", Set: metrics.NewSet(), Logger: slog.New(slog.DiscardHandler),
+		RoutePrefix: prefix, MaxConcurrentRequests: slots})
+	require.NoError(t, err)
+	opts.Prefix = s.RoutePrefix()
+	c, err := New(opts)
+	require.NoError(t, err)
+	for p, h := range c.Routes() {
+		s.Handle(p, h)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	return s, "http://" + s.Addr().String() + s.RoutePrefix()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func TestPages(t *testing.T) {
+	_, base := serve(t, testOptions(), "/ops/seismo", 0)
+	tests := []struct {
+		path      string
+		want, not []string
+	}{
+		{"/", []string{
+			`<meta name="seismo-prefix" content="/ops/seismo">`, `href="/ops/seismo/static/console.css"`, `href="/ops/seismo/rules"`,
+			"p99 up, CPU flat", "waiting on workers", "2.4 s", "120 ms", `class="test-chart" data-for="Slow"`,
+			"plain one", `job="&lt;script&gt;alert(1)&lt;/script&gt;"`, "since 5m0s ago",
+			`href="/ops/seismo/silences?matchers=alertname%3d%22Slow%22%2c%20severity%3d%22page%22"`,
+		}, []string{"<script>alert(1)", "Warm"}},
+		{"/?fragment=1", []string{"p99 up, CPU flat"}, []string{"<html", "<nav"}},
+		{"/rules", []string{"No rules are loaded."}, nil},
+		{"/drafts", []string{"Could not read: /api/v1/drafts: 500 boom"}, nil},
+		{"/silences?matchers=alertname%3D%22X%22", []string{`value="alertname=&#34;X&#34;"`, "No silences."}, nil},
+		{"/status", []string{"1.2.3", "up 1h0m0s", "password: &lt;secret&gt;", "connection refused", "2.0s ago", "t-down"}, nil},
+		{"/static/console.js", []string{`document.querySelector('meta[name="seismo-prefix"]')`}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			code, body := get(t, base+tt.path)
+			require.Equal(t, http.StatusOK, code)
+			for _, w := range tt.want {
+				require.Contains(t, body, w)
+			}
+			for _, n := range tt.not {
+				require.NotContains(t, body, n)
+			}
+		})
+	}
+	// The explained alert leads, although the plain one is older.
+	_, body := get(t, base+"/")
+	require.Less(t, strings.Index(body, `data-alert="Slow"`), strings.Index(body, `data-alert="Plain"`))
+	require.Equal(t, 1, strings.Count(body, `class="badge silenced" href="/ops/seismo/silences" title="silence s1"`), "only the silenced alert says so")
+}
+
+// TestConsoleSharesAPISlots fills the server's only API slot: console pages
+// are turned away with 503 like the API, and /-/healthy still answers.
+func TestConsoleSharesAPISlots(t *testing.T) {
+	s, base := serve(t, testOptions(), "", 1)
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	s.Handle("GET /api/v1/slow", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		close(entered)
+		<-release
+	}))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Get(base + "/api/v1/slow")
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-entered
+	code, _ := get(t, base+"/")
+	require.Equal(t, http.StatusServiceUnavailable, code, "the console waits for no slot")
+	code, _ = get(t, base+"/-/healthy")
+	require.Equal(t, http.StatusOK, code)
+	close(release)
+	<-done
+	code, _ = get(t, base+"/")
+	require.Equal(t, http.StatusOK, code)
+}
