@@ -112,6 +112,10 @@ func newAgent(cfg *config.Config, opts agentOptions) (*agent, error) {
 	a.reloadSuccess.Set(float64(opts.now().Unix()))
 
 	httpSet := metrics.NewSet()
+	access, err := web.NewAccess(cfg.HTTP.AccessConfig())
+	if err != nil {
+		return nil, fmt.Errorf("http: %w", err)
+	}
 	w, err := web.New(web.Options{
 		ListenAddress:         cfg.HTTP.ListenAddress,
 		MaxConcurrentRequests: cfg.HTTP.MaxConcurrentRequests,
@@ -120,6 +124,8 @@ func newAgent(cfg *config.Config, opts agentOptions) (*agent, error) {
 		Logger:                opts.logger.With("component", "web"),
 		// A quarter of the drain budget: the HTTP server stops last.
 		ShutdownTimeout: cfg.ShutdownTimeout / 4,
+		Access:          access,
+		Limits:          cfg.HTTP.Limits(),
 	})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/seismo-agent/seismo/internal/config"
+	"github.com/seismo-agent/seismo/web"
 )
 
 // runFlags are the flags of "seismo run". Flags override SEISMO_*
@@ -164,7 +165,17 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 			a.logger.Warn("http.max_concurrent_requests changed; restart seismo to apply it",
 				"old", cur.HTTP.MaxConcurrentRequests, "new", next.HTTP.MaxConcurrentRequests)
 		}
-		return nil, nil
+		if next.HTTP.Limits() != cur.HTTP.Limits() || next.HTTP.QueryTimeout != cur.HTTP.QueryTimeout ||
+			next.HTTP.QueryMaxSamples != cur.HTTP.QueryMaxSamples || next.HTTP.QueryMaxPoints != cur.HTTP.QueryMaxPoints {
+			a.logger.Warn("http timeouts or size limits changed; restart seismo to apply them")
+		}
+		// TLS, users, the bearer token and the lifecycle and admin switches
+		// apply at once; a bad web config file fails the whole reload.
+		access, err := web.NewAccess(next.HTTP.AccessConfig())
+		if err != nil {
+			return nil, err
+		}
+		return func() { a.web.SetAccess(access) }, nil
 	}})
 	if err := checkDataDir(cfg.DataDir); err != nil {
 		return err
