@@ -238,10 +238,13 @@ func TestConfigValidate(t *testing.T) {
 // query time, points per series and the request body cap.
 func TestAPILimits(t *testing.T) {
 	st := fixtureStore(t)
-	serve := func(t *testing.T, opts LocalOptions, maxPoints int, bodyCap int64) string {
+	serve := func(t *testing.T, opts LocalOptions, maxPoints int, bodyCap int64, hold func(*Local)) string {
 		opts.Queryable = st
 		l, err := NewLocal(opts)
 		require.NoError(t, err)
+		if hold != nil {
+			hold(l)
+		}
 		a := NewAPI(l, func() time.Time { return time.Unix(300, 0) })
 		a.MaxPoints = maxPoints
 		mux := http.NewServeMux()
@@ -275,7 +278,7 @@ func TestAPILimits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			base := serve(t, tc.opts, tc.maxPoints, 2048)
+			base := serve(t, tc.opts, tc.maxPoints, 2048, nil)
 			var resp *http.Response
 			var err error
 			if tc.form != nil {
@@ -291,4 +294,23 @@ func TestAPILimits(t *testing.T) {
 			require.Contains(t, string(b), tc.expect)
 		})
 	}
+	t.Run("no turn to evaluate within the timeout", func(t *testing.T) {
+		var l *Local
+		base := serve(t, LocalOptions{MaxConcurrent: 1, Timeout: time.Second}, 100, 2048, func(x *Local) {
+			l = x
+			l.turns <- struct{}{} // a query that never ends holds the only turn
+		})
+		resp, err := http.Get(base + "/api/v1/query?query=g&time=300")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, 503, resp.StatusCode, string(b))
+		require.Contains(t, string(b), "waiting for a turn to evaluate")
+		<-l.turns
+		resp2, err := http.Get(base + "/api/v1/query?query=g&time=300")
+		require.NoError(t, err)
+		resp2.Body.Close()
+		require.Equal(t, 200, resp2.StatusCode, "the turn is free again")
+	})
 }

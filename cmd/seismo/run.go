@@ -36,6 +36,7 @@ func registerRun(app *kingpin.Application, cli *cliEnv) {
 	// Each override flag sets one config key; add more here as needed.
 	for _, o := range []struct{ flag, key, help string }{
 		{"http.listen-address", "http.listen_address", "Address to serve HTTP on (overrides http.listen_address)."},
+		{"web.config.file", "http.web_config_file", "Web config file (Prometheus' format) with TLS and basic-auth users (overrides http.web_config_file)."},
 		{"log.level", "log.level", "Log level: debug, info, warn, error (overrides log.level)."},
 		{"log.format", "log.format", "Log format: text or json (overrides log.format)."},
 		{"data-dir", "data_dir", "Directory for persistent state (overrides data_dir)."},
@@ -166,7 +167,8 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 				"old", cur.HTTP.MaxConcurrentRequests, "new", next.HTTP.MaxConcurrentRequests)
 		}
 		if next.HTTP.Limits() != cur.HTTP.Limits() || next.HTTP.QueryTimeout != cur.HTTP.QueryTimeout ||
-			next.HTTP.QueryMaxSamples != cur.HTTP.QueryMaxSamples || next.HTTP.QueryMaxPoints != cur.HTTP.QueryMaxPoints {
+			next.HTTP.QueryMaxSamples != cur.HTTP.QueryMaxSamples || next.HTTP.QueryMaxPoints != cur.HTTP.QueryMaxPoints ||
+			next.HTTP.QueryMaxConcurrency != cur.HTTP.QueryMaxConcurrency {
 			a.logger.Warn("http timeouts or size limits changed; restart seismo to apply them")
 		}
 		// TLS, users, the bearer token and the lifecycle and admin switches

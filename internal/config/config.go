@@ -31,6 +31,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
@@ -118,6 +119,19 @@ type HTTPConfig struct {
 	QueryTimeout    time.Duration `koanf:"query_timeout"`
 	QueryMaxSamples int           `koanf:"query_max_samples"`
 	QueryMaxPoints  int           `koanf:"query_max_points"`
+	// QueryMaxConcurrency bounds API queries evaluated at once (more wait
+	// their turn up to query_timeout); 0 means half the usable CPUs, at
+	// least one, so queries cannot starve rule evaluation.
+	QueryMaxConcurrency int `koanf:"query_max_concurrency"`
+}
+
+// QueryConcurrency is QueryMaxConcurrency with 0 resolved to half the
+// usable CPUs (GOMAXPROCS), at least one.
+func (h *HTTPConfig) QueryConcurrency() int {
+	if h.QueryMaxConcurrency > 0 {
+		return h.QueryMaxConcurrency
+	}
+	return max(1, runtime.GOMAXPROCS(0)/2)
 }
 
 // LogConfig configures the agent's structured log.
@@ -272,6 +286,9 @@ func (h *HTTPConfig) Validate() error {
 	}
 	if h.QueryMaxPoints <= 0 {
 		errs.Addf("query_max_points", "must be positive, got %d", h.QueryMaxPoints)
+	}
+	if h.QueryMaxConcurrency < 0 {
+		errs.Addf("query_max_concurrency", "must not be negative, got %d", h.QueryMaxConcurrency)
 	}
 	return errs.Err()
 }
