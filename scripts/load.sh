@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Load test: while the agent scrapes and evaluates LOAD_SERIES synthetic
 # series (scripts/loadtarget on loopback), hey drives /api/v1/query with
-# 10 x the API's slot count in concurrent clients, and a second, gentle hey
-# measures /-/healthy. Prints the health latencies (p99 target < 50 ms), the
-# API's answers by status, rule evaluations done and missed during the run,
-# and the agent's RSS. Everything runs on 127.0.0.1 and is stopped at exit.
+# 10 x the API's slot count in concurrent clients (at nice 19: in
+# production they are on other machines), and a second, gentle hey measures
+# /-/healthy, first alone (baseline: what the machine itself allows) and
+# then during the API load. Prints the health latencies (p99 target
+# < 50 ms), the API's answers by status, rule evaluations done and missed
+# during the run, CPU used by the agent and the load generator, and the
+# agent's RSS. Everything runs on 127.0.0.1 and is stopped at exit.
 #
 #   make load                      # or scripts/load.sh
 #   LOAD_DURATION=120s LOAD_SERIES=20000 scripts/load.sh
@@ -105,11 +108,14 @@ loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load: /-/healthy alone for $BASELINE (baseline)"
 hey -z "$BASELINE" -c 2 -q 10 -t 30 "$base/-/healthy" >"$work/baseline.txt"
 
+# cpu PID: user+system CPU seconds the process has used.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f\n", ($14 + $15) / hz }' "/proc/$1/stat"; }
 evals0=$(metric seismo_rules_group_evaluations_total)
+cpu0=$(cpu "$agent")
 missed0=$(metric seismo_rules_group_iterations_missed_total)
 failed0=$(metric seismo_rules_group_evaluation_failures_total)
 
-echo "load: $CONCURRENCY clients on /api/v1/query for $DURATION (slots: $SLOTS)"
+echo "load: $CONCURRENCY clients on /api/v1/query for $DURATION ($SLOTS API slots)"
 (
 	while kill -0 "$agent" 2>/dev/null; do
 		awk '/^VmRSS/ { print $2 }' "/proc/$agent/status"
@@ -117,11 +123,16 @@ echo "load: $CONCURRENCY clients on /api/v1/query for $DURATION (slots: $SLOTS)"
 	done
 ) >"$work/rss.txt" &
 pids+=($!)
-hey -z "$DURATION" -c "$CONCURRENCY" -t 30 "$base/api/v1/query?query=$(urlencode "$QUERY")" >"$work/api.txt" &
+TIMEFORMAT='%U %S'
+# The API clients run at the lowest CPU priority: in production they are on
+# other machines, here they share the agent's cores.
+{ time nice -n 19 hey -z "$DURATION" -c "$CONCURRENCY" -t 30 "$base/api/v1/query?query=$(urlencode "$QUERY")" >"$work/api.txt"; } 2>"$work/hey-cpu.txt" &
 api=$!
 hey -z "$DURATION" -c 2 -q 10 -t 30 "$base/-/healthy" >"$work/health.txt"
 wait "$api"
 
+cpu1=$(cpu "$agent")
+hey_cpu=$(awk '{ printf "%.1f", $1 + $2 }' "$work/hey-cpu.txt")
 evals1=$(metric seismo_rules_group_evaluations_total)
 missed1=$(metric seismo_rules_group_iterations_missed_total)
 failed1=$(metric seismo_rules_group_evaluation_failures_total)
@@ -137,7 +148,7 @@ cat <<EOF
 
 seismo load test ($(date -u +%FT%TZ), $(nproc) cores, load average $loadavg before the run, $DURATION)
   series in store            $series (target serves $SERIES)
-  /api/v1/query clients      $CONCURRENCY (10 x $SLOTS slots), query: $QUERY
+  /api/v1/query clients      $CONCURRENCY for $SLOTS API slots (nice 19), query: $QUERY
     answers                  $(codes "$work/api.txt")   ($(rps "$work/api.txt") req/s)
     latency p50 / p99        $(pct 50 "$work/api.txt") / $(pct 99 "$work/api.txt")
   /-/healthy alone, before   p50 $(pct 50 "$work/baseline.txt") / p99 $(pct 99 "$work/baseline.txt")   (baseline, $BASELINE)
@@ -145,5 +156,6 @@ seismo load test ($(date -u +%FT%TZ), $(nproc) cores, load average $loadavg befo
     answers                  $(codes "$work/health.txt")
     latency p50 / p99        $(pct 50 "$work/health.txt") / $(pct 99 "$work/health.txt")   (target p99 < 50 ms)
   rule evaluations           $((evals1 - evals0)) done, $((missed1 - missed0)) missed, $((failed1 - failed0)) failed (interval $INTERVAL)
+  CPU seconds used           agent $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.1f", b - a }'), API load generator $hey_cpu (of $(nproc) cores x $DURATION)
   agent RSS                  max $((rss_max / 1024)) MiB during the run, peak (VmHWM) $((hwm / 1024)) MiB
 EOF

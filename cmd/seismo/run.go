@@ -29,7 +29,7 @@ func registerRun(app *kingpin.Application, cli *cliEnv) {
 	cmd := app.Command("run", "Run the agent (without --config: the embedded default config). "+
 		"Any config key can also be set by a SEISMO_* environment variable: "+
 		"SEISMO_HTTP__LISTEN_ADDRESS sets http.listen_address (\"__\" is one level deeper). "+
-		"Precedence: flags > environment > file. SIGHUP or POST /-/reload reloads the config.")
+		"Precedence: flags > environment > file. SIGHUP, or POST /-/reload with http.enable_lifecycle, reloads the config.")
 	f := &runFlags{overrides: map[string]*string{}}
 	cmd.Flag("config", "Agent config file (YAML). Relative paths inside it are resolved against its directory.").
 		PlaceHolder("FILE").StringVar(&f.configFile)
