@@ -438,3 +438,43 @@ func TestLimitsDefaults(t *testing.T) {
 	require.Equal(t, d.IdleTimeout, s.srv.IdleTimeout)
 	require.Equal(t, d.MaxHeaderBytes, s.srv.MaxHeaderBytes)
 }
+
+// BenchmarkAuthenticate compares a login whose outcome is cached with one
+// that runs bcrypt (cost 10, htpasswd's default), to show what the cache
+// saves per request.
+func BenchmarkAuthenticate(b *testing.B) {
+	h, err := bcrypt.GenerateFromPassword([]byte("s3cret"), 10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	p := filepath.Join(dir, "web.yml")
+	if err := os.WriteFile(p, []byte("basic_auth_users:\n  alice: "+string(h)+"\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	a, err := NewAccess(AccessConfig{WebConfigFile: p})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sem := make(chan struct{}, 1)
+	r, _ := http.NewRequest("GET", "/", nil)
+	r.SetBasicAuth("alice", "s3cret")
+	b.Run("cached", func(b *testing.B) {
+		a.authenticate(context.Background(), r, sem) // fill the cache
+		b.ReportAllocs()
+		for b.Loop() {
+			if !a.authenticate(context.Background(), r, sem) {
+				b.Fatal("rejected")
+			}
+		}
+	})
+	b.Run("bcrypt", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			clear(a.cache)
+			if !a.authenticate(context.Background(), r, sem) {
+				b.Fatal("rejected")
+			}
+		}
+	})
+}
