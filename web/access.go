@@ -77,8 +77,9 @@ func (a *Access) bearerType() string {
 // TLS reports whether the listener serves TLS under this access.
 func (a *Access) TLS() bool { return a.web.tls != nil }
 
-// authRequired reports whether requests must authenticate.
-func (a *Access) authRequired() bool { return len(a.web.users) > 0 || a.cfg.BearerToken != "" }
+// AuthRequired reports whether requests must authenticate (users or a
+// bearer token are configured).
+func (a *Access) AuthRequired() bool { return len(a.web.users) > 0 || a.cfg.BearerToken != "" }
 
 // maxCachedLogins bounds the bcrypt outcome cache; past it the cache is
 // emptied, so a flood of wrong passwords cannot grow memory.

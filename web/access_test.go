@@ -478,3 +478,15 @@ func BenchmarkAuthenticate(b *testing.B) {
 		}
 	})
 }
+
+// TestHtpasswdHashes accepts the $2y$ prefix that htpasswd -B writes.
+func TestHtpasswdHashes(t *testing.T) {
+	h := strings.Replace(hash(t, "pw"), "$2a$", "$2y$", 1)
+	require.True(t, strings.HasPrefix(h, "$2y$"))
+	a := access(t, AccessConfig{WebConfigFile: writeFile(t, t.TempDir(), "web.yml", "basic_auth_users:\n  alice: "+h+"\n")})
+	r, _ := http.NewRequest("GET", "/", nil)
+	r.SetBasicAuth("alice", "pw")
+	require.True(t, a.authenticate(context.Background(), r, make(chan struct{}, 1)))
+	r.SetBasicAuth("alice", "pW")
+	require.False(t, a.authenticate(context.Background(), r, make(chan struct{}, 1)))
+}

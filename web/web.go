@@ -336,7 +336,7 @@ func (s *Server) front(next http.Handler) http.Handler {
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(w, r.Body, s.opts.Limits.MaxRequestBodyBytes)
 		}
-		if a.authRequired() && !(a.cfg.AuthExemptHealth && isHealth(r)) && !a.authenticate(r.Context(), r, s.bcrypt) {
+		if a.AuthRequired() && !(a.cfg.AuthExemptHealth && isHealth(r)) && !a.authenticate(r.Context(), r, s.bcrypt) {
 			s.unauthorized.Inc()
 			a.challenge(w.Header())
 			http.Error(w, "authentication required", http.StatusUnauthorized)

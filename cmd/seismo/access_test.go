@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/seismo-agent/seismo/internal/config"
 	"github.com/seismo-agent/seismo/internal/testpki"
+	"github.com/seismo-agent/seismo/web"
 )
 
 // TestReloadSwapsAccess serves TLS with a basic-auth user, changes the
@@ -97,4 +100,31 @@ rules:
 	require.NotContains(t, body, "not-a-hash")
 	code, _ = call("GET", "/api/v1/rules", "alice", "two")
 	require.Equal(t, 200, code, "the previous users and TLS keep serving")
+}
+
+func TestWarnCleartext(t *testing.T) {
+	dir := t.TempDir()
+	testpki.New(t, dir)
+	tlsFile := filepath.Join(dir, "tls.yml")
+	require.NoError(t, os.WriteFile(tlsFile, []byte("tls_server_config:\n  cert_file: server.pem\n  key_file: server-key.pem\n"), 0o600))
+	for _, tc := range []struct {
+		name, listen string
+		access       web.AccessConfig
+		warn         bool
+	}{
+		{"token on all interfaces without TLS", "0.0.0.0:9797", web.AccessConfig{BearerToken: "t"}, true},
+		{"token on a LAN address without TLS", "192.0.2.1:9797", web.AccessConfig{BearerToken: "t"}, true},
+		{"token on loopback", "127.0.0.1:9797", web.AccessConfig{BearerToken: "t"}, false},
+		{"token on localhost", "localhost:9797", web.AccessConfig{BearerToken: "t"}, false},
+		{"token with TLS", "0.0.0.0:9797", web.AccessConfig{BearerToken: "t", WebConfigFile: tlsFile}, false},
+		{"no authentication", "0.0.0.0:9797", web.AccessConfig{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			a, err := web.NewAccess(tc.access)
+			require.NoError(t, err)
+			warnCleartext(slog.New(slog.NewTextHandler(&buf, nil)), tc.listen, a)
+			require.Equal(t, tc.warn, strings.Contains(buf.String(), "clear text"), buf.String())
+		})
+	}
 }

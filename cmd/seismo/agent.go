@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -132,7 +133,19 @@ func newAgent(cfg *config.Config, opts agentOptions) (*agent, error) {
 	}
 	w.RegisterMetrics(a.set)
 	a.web = w
+	warnCleartext(opts.logger, cfg.HTTP.ListenAddress, access)
 	return a, nil
+}
+
+// warnCleartext warns when credentials would cross a network unencrypted:
+// authentication without TLS on an address other than loopback.
+func warnCleartext(logger *slog.Logger, listen string, access *web.Access) {
+	host, _, _ := net.SplitHostPort(listen)
+	ip := net.ParseIP(host)
+	if access.AuthRequired() && !access.TLS() && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		logger.Warn("http authentication is configured without TLS on a non-loopback address: passwords and tokens cross the network in clear text; add tls_server_config to the web config file",
+			"listen_address", listen)
+	}
 }
 
 // config returns the config currently in force.

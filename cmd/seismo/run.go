@@ -177,7 +177,10 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 		if err != nil {
 			return nil, err
 		}
-		return func() { a.web.SetAccess(access) }, nil
+		return func() {
+			a.web.SetAccess(access)
+			warnCleartext(a.logger, cur.HTTP.ListenAddress, access) // the address in force
+		}, nil
 	}})
 	if err := checkDataDir(cfg.DataDir); err != nil {
 		return err
