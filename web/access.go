@@ -43,14 +43,19 @@ type Access struct {
 	web    *webConfig
 	bearer [sha256.Size]byte // digest of the expected Authorization value
 
+	// Bcrypt outcomes by digest of user and password. Right passwords and
+	// wrong ones are kept apart: at most one right password per user can
+	// exist, so a flood of wrong ones can fill and empty only the wrong
+	// cache, never evict a real user's login.
 	mu    sync.Mutex
-	cache map[[sha256.Size]byte]bool // bcrypt outcomes by digest of user and password
+	right map[[sha256.Size]byte]struct{}
+	wrong map[[sha256.Size]byte]struct{}
 }
 
 // NewAccess reads and checks cfg's web config file. Its errors name the
 // file and the key.
 func NewAccess(cfg AccessConfig) (*Access, error) {
-	a := &Access{cfg: cfg, web: &webConfig{}, cache: map[[sha256.Size]byte]bool{}}
+	a := &Access{cfg: cfg, web: &webConfig{}, right: map[[sha256.Size]byte]struct{}{}, wrong: map[[sha256.Size]byte]struct{}{}}
 	if cfg.WebConfigFile != "" {
 		wc, err := loadWebConfig(cfg.WebConfigFile)
 		if err != nil {
@@ -81,9 +86,9 @@ func (a *Access) TLS() bool { return a.web.tls != nil }
 // bearer token are configured).
 func (a *Access) AuthRequired() bool { return len(a.web.users) > 0 || a.cfg.BearerToken != "" }
 
-// maxCachedLogins bounds the bcrypt outcome cache; past it the cache is
-// emptied, so a flood of wrong passwords cannot grow memory.
-const maxCachedLogins = 1024
+// maxCachedWrong bounds the cache of wrong passwords; past it that cache
+// is emptied, so a flood of wrong passwords cannot grow memory.
+const maxCachedWrong = 1024
 
 // fakeHash is compared against for unknown users, so that a missing user
 // costs as much time as a wrong password (no user enumeration by timing).
@@ -120,25 +125,30 @@ func (a *Access) authenticate(ctx context.Context, r *http.Request, sem chan str
 	}
 	key := sha256.Sum256([]byte(user + "\x00" + pass))
 	a.mu.Lock()
-	res, cached := a.cache[key]
+	_, right := a.right[key]
+	_, wrong := a.wrong[key]
 	a.mu.Unlock()
-	if cached {
-		return res && known
+	if right || wrong {
+		return right && known
 	}
 	select {
 	case sem <- struct{}{}:
 	case <-ctx.Done():
 		return false
 	}
-	res = bcrypt.CompareHashAndPassword(hash, []byte(pass)) == nil && known
+	ok = bcrypt.CompareHashAndPassword(hash, []byte(pass)) == nil && known
 	<-sem
 	a.mu.Lock()
-	if len(a.cache) >= maxCachedLogins {
-		clear(a.cache)
+	if ok {
+		a.right[key] = struct{}{}
+	} else {
+		if len(a.wrong) >= maxCachedWrong {
+			clear(a.wrong)
+		}
+		a.wrong[key] = struct{}{}
 	}
-	a.cache[key] = res
 	a.mu.Unlock()
-	return res
+	return ok
 }
 
 // challenge sets WWW-Authenticate for each scheme this access accepts.

@@ -249,7 +249,17 @@ func TestBcryptOutcomesAreCached(t *testing.T) {
 	}
 	r.SetBasicAuth("alice", "wrong")
 	require.False(t, a.authenticate(context.Background(), r, sem))
-	require.Len(t, a.cache, 2, "one entry per distinct user and password, right or wrong")
+	require.Len(t, a.right, 1)
+	require.Len(t, a.wrong, 1)
+
+	// A flood of wrong passwords empties only the wrong cache.
+	for i := range maxCachedWrong + 1 {
+		a.wrong[[32]byte{byte(i), byte(i >> 8), 1}] = struct{}{}
+	}
+	r.SetBasicAuth("alice", "wrong again")
+	require.False(t, a.authenticate(context.Background(), r, sem))
+	require.Len(t, a.wrong, 1, "emptied when full, then the new wrong password")
+	require.Len(t, a.right, 1, "alice's login stays cached")
 
 	// A check waiting for the bcrypt slot gives up with its request.
 	sem <- struct{}{}
@@ -471,7 +481,7 @@ func BenchmarkAuthenticate(b *testing.B) {
 	b.Run("bcrypt", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			clear(a.cache)
+			clear(a.right)
 			if !a.authenticate(context.Background(), r, sem) {
 				b.Fatal("rejected")
 			}
