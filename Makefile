@@ -7,7 +7,7 @@ LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 # Extra arguments for "make run", e.g. make run ARGS='--config configs/seismo.yml'
 ARGS     ?=
 
-.PHONY: all build test lint fmt-check vet bench bench-peer run demo clean
+.PHONY: all build test lint fmt-check vet bench bench-peer run demo load clean
 
 all: build
 
@@ -48,6 +48,12 @@ run: build
 ## demo: build, then replay the three outages against a real demo service
 demo: build
 	./bin/seismo demo
+
+## load: drive /api/v1/query at 10x the API slots while the agent evaluates
+## 10k series, and report /-/healthy p99, missed evaluations and RSS
+## (scripts/load.sh; LOAD_DURATION, LOAD_SERIES, ... tune it)
+load:
+	scripts/load.sh
 
 clean:
 	rm -rf bin

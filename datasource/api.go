@@ -23,11 +23,23 @@ import (
 // /api/v1/label/{name}/values and /api/v1/series over a Local source,
 // answering in the Prometheus HTTP API's JSON so curl, promtool and Grafana
 // can look at what the agent sees.
+//
+// Its limits: the Local's engine bounds each query's time and samples
+// (LocalOptions.Timeout and MaxSamples: build a Local for the API apart
+// from the one rules use), MaxPoints bounds a range query's resolution, and
+// a client's timeout parameter can shorten, never lengthen, the engine's.
 type API struct {
 	local  *Local
 	now    func() time.Time
 	parser parser.Parser
+	// MaxPoints bounds the points per series of a range query
+	// ((end-start)/step); more is refused with 400 before evaluation.
+	// NewAPI sets DefaultMaxPoints.
+	MaxPoints int
 }
+
+// DefaultMaxPoints is Prometheus' bound on a range query's resolution.
+const DefaultMaxPoints = 11000
 
 // NewAPI returns the handlers over l; now is the default evaluation time
 // (nil: time.Now).
@@ -35,11 +47,8 @@ func NewAPI(l *Local, now func() time.Time) *API {
 	if now == nil {
 		now = time.Now
 	}
-	return &API{local: l, now: now, parser: parser.NewParser(parser.Options{})}
+	return &API{local: l, now: now, parser: parser.NewParser(parser.Options{}), MaxPoints: DefaultMaxPoints}
 }
-
-// maxPoints bounds a range query's resolution, as Prometheus does.
-const maxPoints = 11000
 
 type apiResponse struct {
 	Status    string   `json:"status"`
@@ -58,8 +67,7 @@ type queryData struct {
 // queryParam parses the request's form and returns its "query" parameter.
 // On a bad form or a missing query it answers 400 itself and returns false.
 func queryParam(w http.ResponseWriter, r *http.Request) (string, bool) {
-	if err := r.ParseForm(); err != nil {
-		writeError(w, http.StatusBadRequest, "bad_data", err)
+	if !parseForm(w, r) {
 		return "", false
 	}
 	q := r.Form.Get("query")
@@ -123,8 +131,8 @@ func (a *API) QueryRangeHandler() http.Handler {
 			writeError(w, http.StatusBadRequest, "bad_data", errors.New("invalid parameter \"step\": zero or negative query resolution step widths are not accepted. Try a positive integer"))
 			return
 		}
-		if end.Sub(start)/step > maxPoints {
-			writeError(w, http.StatusBadRequest, "bad_data", errors.New("exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)"))
+		if end.Sub(start)/step > time.Duration(a.MaxPoints) {
+			writeError(w, http.StatusBadRequest, "bad_data", fmt.Errorf("exceeded maximum resolution of %d points per timeseries. Try decreasing the query resolution (?step=XX)", a.MaxPoints))
 			return
 		}
 		ctx, cancel, err := withTimeout(r)
@@ -294,10 +302,25 @@ func (a *API) SeriesHandler() http.Handler {
 	})
 }
 
+// parseForm parses the request's form, answering 413 for a body over the
+// server's cap and 400 for a bad form itself.
+func parseForm(w http.ResponseWriter, r *http.Request) bool {
+	err := r.ParseForm()
+	var tooLarge *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "bad_data", fmt.Errorf("request body over %d bytes", tooLarge.Limit))
+	default:
+		writeError(w, http.StatusBadRequest, "bad_data", err)
+	}
+	return false
+}
+
 // selectors parses match[], start and end.
 func (a *API) selectors(w http.ResponseWriter, r *http.Request) ([][]*labels.Matcher, storage.Queryable, int64, int64, bool) {
-	if err := r.ParseForm(); err != nil {
-		writeError(w, http.StatusBadRequest, "bad_data", err)
+	if !parseForm(w, r) {
 		return nil, nil, 0, 0, false
 	}
 	mint, maxt := int64(math.MinInt64), int64(math.MaxInt64)

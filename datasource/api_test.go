@@ -66,7 +66,7 @@ func TestAPIHandlers(t *testing.T) {
 		{"missing query", `/api/v1/query`, false, 400, `missing query parameter`},
 		{"bad time", `/api/v1/query?query=g&time=yesterday`, false, 400, `invalid parameter \"time\"`},
 		{"bad step", `/api/v1/query_range?query=g&start=0&end=10&step=0`, false, 400, `step`},
-		{"too many points", `/api/v1/query_range?query=g&start=0&end=100000&step=1`, false, 400, `11,000 points`},
+		{"too many points", `/api/v1/query_range?query=g&start=0&end=100000&step=1`, false, 400, `11000 points`},
 		{"end before start", `/api/v1/query_range?query=g&start=10&end=0&step=1`, false, 400, `before start`},
 		{"label names", `/api/v1/labels`, false, 200, `{"status":"success","data":["__name__","code","job","le"]}`},
 		{"label names of a selector", `/api/v1/labels?match[]=g`, false, 200, `{"status":"success","data":["__name__"]}`},
@@ -232,4 +232,85 @@ func TestConfigValidate(t *testing.T) {
 			require.False(t, strings.Contains(err.Error(), "hunter2"))
 		})
 	}
+}
+
+// TestAPILimits checks each limit of the query API: samples per query,
+// query time, points per series and the request body cap.
+func TestAPILimits(t *testing.T) {
+	st := fixtureStore(t)
+	serve := func(t *testing.T, opts LocalOptions, maxPoints int, bodyCap int64, hold func(*Local)) string {
+		opts.Queryable = st
+		l, err := NewLocal(opts)
+		require.NoError(t, err)
+		if hold != nil {
+			hold(l)
+		}
+		a := NewAPI(l, func() time.Time { return time.Unix(300, 0) })
+		a.MaxPoints = maxPoints
+		mux := http.NewServeMux()
+		mux.Handle("/api/v1/query", a.QueryHandler())
+		mux.Handle("/api/v1/query_range", a.QueryRangeHandler())
+		mux.Handle("/api/v1/labels", a.LabelsHandler())
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.Body = http.MaxBytesReader(w, r.Body, bodyCap)
+			mux.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	tests := []struct {
+		name      string
+		opts      LocalOptions
+		maxPoints int
+		path      string
+		form      url.Values
+		code      int
+		expect    string
+	}{
+		{"samples within the limit", LocalOptions{MaxSamples: 100}, 100, `/api/v1/query?query=http_requests_total&time=300`, nil, 200, `"status":"success"`},
+		{"too many samples", LocalOptions{MaxSamples: 10}, 100, `/api/v1/query?query=http_requests_total[5m]&time=300`, nil, 422, `too many samples`},
+		{"too many samples in a range query", LocalOptions{MaxSamples: 10}, 100, `/api/v1/query_range?query=g&start=0&end=300&step=15`, nil, 422, `too many samples`},
+		{"engine timeout", LocalOptions{Timeout: time.Nanosecond}, 100, `/api/v1/query?query=g&time=300`, nil, 503, `"errorType":"timeout"`},
+		{"points within the limit", LocalOptions{}, 5, `/api/v1/query_range?query=g&start=0&end=300&step=60`, nil, 200, `"status":"success"`},
+		{"too many points", LocalOptions{}, 5, `/api/v1/query_range?query=g&start=0&end=300&step=30`, nil, 400, `maximum resolution of 5 points`},
+		{"form body over the cap", LocalOptions{}, 100, `/api/v1/query`, url.Values{"query": {strings.Repeat("g", 3000)}}, 413, `request body over 2048 bytes`},
+		{"labels form body over the cap", LocalOptions{}, 100, `/api/v1/labels`, url.Values{"match[]": {strings.Repeat("g", 3000)}}, 413, `request body over 2048 bytes`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			base := serve(t, tc.opts, tc.maxPoints, 2048, nil)
+			var resp *http.Response
+			var err error
+			if tc.form != nil {
+				resp, err = http.PostForm(base+tc.path, tc.form)
+			} else {
+				resp, err = http.Get(base + tc.path)
+			}
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.Equal(t, tc.code, resp.StatusCode, string(b))
+			require.Contains(t, string(b), tc.expect)
+		})
+	}
+	t.Run("no turn to evaluate within the timeout", func(t *testing.T) {
+		var l *Local
+		base := serve(t, LocalOptions{MaxConcurrent: 1, Timeout: time.Second}, 100, 2048, func(x *Local) {
+			l = x
+			l.turns <- struct{}{} // a query that never ends holds the only turn
+		})
+		resp, err := http.Get(base + "/api/v1/query?query=g&time=300")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, 503, resp.StatusCode, string(b))
+		require.Contains(t, string(b), "waiting for a turn to evaluate")
+		<-l.turns
+		resp2, err := http.Get(base + "/api/v1/query?query=g&time=300")
+		require.NoError(t, err)
+		resp2.Body.Close()
+		require.Equal(t, 200, resp2.StatusCode, "the turn is free again")
+	})
 }

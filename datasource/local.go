@@ -28,13 +28,20 @@ type LocalOptions struct {
 	// LookbackDelta is how far back an instant selector looks; zero means
 	// five minutes.
 	LookbackDelta time.Duration
+	// MaxConcurrent bounds the queries evaluated at once; more wait for a
+	// turn, at most Timeout, and then fail as timed out. Zero means no
+	// bound. PromQL evaluation is CPU-bound: more queries at once than
+	// cores only makes each slower and starves everything else.
+	MaxConcurrent int
 }
 
 // Local evaluates PromQL with Prometheus' own engine over a Queryable (the
 // embedded store), so rule expressions get exact PromQL semantics.
 type Local struct {
-	engine *promql.Engine
-	q      storage.Queryable
+	engine  *promql.Engine
+	q       storage.Queryable
+	timeout time.Duration
+	turns   chan struct{} // nil: no bound on concurrent queries
 }
 
 // NewLocal returns the "local" source.
@@ -53,7 +60,29 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 		EnableAtModifier:     true,
 		EnableNegativeOffset: true,
 	}
-	return &Local{engine: promql.NewEngine(eo), q: opts.Queryable}, nil
+	l := &Local{engine: promql.NewEngine(eo), q: opts.Queryable, timeout: eo.Timeout}
+	if opts.MaxConcurrent > 0 {
+		l.turns = make(chan struct{}, opts.MaxConcurrent)
+	}
+	return l, nil
+}
+
+// turn waits for a query turn, at most the query timeout, and returns the
+// function that gives it back.
+func (l *Local) turn(ctx context.Context) (func(), error) {
+	if l.turns == nil {
+		return func() {}, nil
+	}
+	t := time.NewTimer(l.timeout)
+	defer t.Stop()
+	select {
+	case l.turns <- struct{}{}:
+		return func() { <-l.turns }, nil
+	case <-t.C:
+		return nil, promql.ErrQueryTimeout("waiting for a turn to evaluate")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func cmpInt(v, def int) int {
@@ -99,6 +128,11 @@ func (l *Local) Range(ctx context.Context, q string, start, end time.Time, step 
 // matrix for a range selector, string) with the engine's warnings, as the
 // HTTP API needs. The result does not alias engine memory.
 func (l *Local) Query(ctx context.Context, q string, ts time.Time) (parser.Value, annotations.Annotations, error) {
+	done, err := l.turn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
 	qry, err := l.engine.NewInstantQuery(ctx, l.q, nil, q, ts)
 	if err != nil {
 		return nil, nil, err
@@ -116,6 +150,11 @@ func (l *Local) QueryRange(ctx context.Context, q string, start, end time.Time, 
 	if step <= 0 {
 		return nil, nil, errors.New("step must be positive")
 	}
+	done, err := l.turn(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer done()
 	qry, err := l.engine.NewRangeQuery(ctx, l.q, nil, q, start, end, step)
 	if err != nil {
 		return nil, nil, err

@@ -1,6 +1,13 @@
 // Package web is the agent's HTTP server: /metrics, /-/healthy, /-/ready,
 // POST /-/reload, and a mux on which subsystems mount their API handlers
-// with Handle.
+// with Handle (read-only) and HandleAdmin (handlers that change state).
+//
+// Access control follows Prometheus: TLS, basic-auth users and response
+// headers come from an exporter-toolkit web config file, a bearer token may
+// be accepted besides, and the lifecycle (POST /-/reload) and admin
+// (HandleAdmin) endpoints answer 403 unless enabled. All of it is swapped
+// at once by SetAccess on reload. Every request body, header and
+// connection is bounded (see Options).
 //
 // Health, readiness and /metrics are answered by the server itself, from
 // state it holds, and never wait for evaluation work or for a free API slot:
@@ -10,13 +17,16 @@
 package web
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +55,55 @@ type Options struct {
 	// RoutePrefix, when not empty ("/seismo"), serves every endpoint under
 	// that path (see withPrefix).
 	RoutePrefix string
+	// Access is the initial access control; nil means NewAccess of the
+	// zero AccessConfig (plain HTTP, no authentication, lifecycle and admin
+	// endpoints off).
+	Access *Access
+	// Limits bound each connection and request; zero fields take the
+	// defaults of DefaultLimits.
+	Limits Limits
+}
+
+// Limits bound what one client can make the server hold.
+type Limits struct {
+	// ReadHeaderTimeout bounds reading a request's headers (slowloris).
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds the time from the end of the request headers to
+	// the end of the response. A handler that streams must extend its own
+	// deadline with http.ResponseController.SetWriteDeadline.
+	WriteTimeout time.Duration
+	// IdleTimeout closes keep-alive connections idle this long.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and headers.
+	MaxHeaderBytes int
+	// MaxRequestBodyBytes bounds every request body; more is refused with
+	// 413.
+	MaxRequestBodyBytes int64
+}
+
+// DefaultLimits are the limits a zero Limits field takes.
+func DefaultLimits() Limits {
+	return Limits{
+		ReadHeaderTimeout:   10 * time.Second,
+		ReadTimeout:         30 * time.Second,
+		WriteTimeout:        2 * time.Minute,
+		IdleTimeout:         2 * time.Minute,
+		MaxHeaderBytes:      64 << 10,
+		MaxRequestBodyBytes: 1 << 20,
+	}
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	l.ReadHeaderTimeout = cmp.Or(l.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	l.ReadTimeout = cmp.Or(l.ReadTimeout, d.ReadTimeout)
+	l.WriteTimeout = cmp.Or(l.WriteTimeout, d.WriteTimeout)
+	l.IdleTimeout = cmp.Or(l.IdleTimeout, d.IdleTimeout)
+	l.MaxHeaderBytes = cmp.Or(l.MaxHeaderBytes, d.MaxHeaderBytes)
+	l.MaxRequestBodyBytes = cmp.Or(l.MaxRequestBodyBytes, d.MaxRequestBodyBytes)
+	return l
 }
 
 // Server is the agent's HTTP server. Create it with New, mount handlers with
@@ -58,6 +117,13 @@ type Server struct {
 	slots    chan struct{}
 	ready    atomic.Bool
 	srv      *http.Server
+	access   atomic.Pointer[Access]
+	// bcrypt admits one password check at a time, so wrong passwords
+	// cannot take more than one core.
+	bcrypt chan struct{}
+
+	patMu    sync.Mutex
+	patterns []string // mounted with Handle or HandleAdmin
 
 	mu   sync.Mutex
 	sets []*metrics.Set // written on /metrics; see RegisterMetrics
@@ -65,7 +131,9 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	rejected *metrics.Counter
+	rejected     *metrics.Counter
+	unauthorized *metrics.Counter
+	forbidden    *metrics.Counter
 }
 
 // New binds the listen address (so "address already in use" is reported at
@@ -81,22 +149,37 @@ func New(opts Options) (*Server, error) {
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 5 * time.Second
 	}
+	opts.Limits = opts.Limits.withDefaults()
+	if opts.Access == nil {
+		a, err := NewAccess(AccessConfig{})
+		if err != nil {
+			return nil, err
+		}
+		opts.Access = a
+	}
 	ln, err := net.Listen("tcp", opts.ListenAddress)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", opts.ListenAddress, err)
 	}
 	s := &Server{
-		opts:     opts,
-		logger:   opts.Logger,
-		listener: ln,
-		mux:      http.NewServeMux(),
-		slots:    make(chan struct{}, opts.MaxConcurrentRequests),
-		rejected: opts.Set.NewCounter(`seismo_http_requests_rejected_total`),
+		opts:         opts,
+		logger:       opts.Logger,
+		mux:          http.NewServeMux(),
+		slots:        make(chan struct{}, opts.MaxConcurrentRequests),
+		bcrypt:       make(chan struct{}, 1),
+		rejected:     opts.Set.NewCounter(`seismo_http_requests_rejected_total`),
+		unauthorized: opts.Set.NewCounter(`seismo_http_requests_unauthorized_total`),
+		forbidden:    opts.Set.NewCounter(`seismo_http_requests_forbidden_total`),
 	}
+	s.listener = &switchListener{Listener: ln, s: s}
+	s.access.Store(opts.Access)
 	s.srv = &http.Server{
-		Handler:           s.mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler:           s.front(s.mux),
+		ReadHeaderTimeout: opts.Limits.ReadHeaderTimeout,
+		ReadTimeout:       opts.Limits.ReadTimeout,
+		WriteTimeout:      opts.Limits.WriteTimeout,
+		IdleTimeout:       opts.Limits.IdleTimeout,
+		MaxHeaderBytes:    opts.Limits.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelDebug),
 	}
 	s.mux.Handle("GET /-/healthy", s.instrument("/-/healthy", http.HandlerFunc(s.healthy)))
@@ -112,13 +195,45 @@ func New(opts Options) (*Server, error) {
 // Addr is the address the server listens on (useful with port 0).
 func (s *Server) Addr() net.Addr { return s.listener.Addr() }
 
-// Handle mounts h on pattern (http.ServeMux syntax, e.g.
-// "GET /api/v1/alerts"). Mounted handlers share the concurrency limit and
-// are instrumented as seismo_http_requests_total{handler=pattern}. It panics
-// on a conflicting pattern, like http.ServeMux.
+// Handle mounts a handler that only reads on pattern (http.ServeMux syntax,
+// e.g. "GET /api/v1/alerts"). Mounted handlers share the concurrency limit
+// and are instrumented as seismo_http_requests_total{handler=pattern}. It
+// panics on a conflicting pattern, like http.ServeMux.
 func (s *Server) Handle(pattern string, h http.Handler) {
+	s.addPattern(pattern)
 	s.mux.Handle(pattern, s.instrument(pattern, s.limit(h)))
 }
+
+// HandleAdmin mounts a handler that changes state (creates or deletes
+// silences, for example), like Handle, but answers 403 unless the access
+// in force enables the admin API (http.enable_admin_api).
+func (s *Server) HandleAdmin(pattern string, h http.Handler) {
+	s.addPattern(pattern)
+	s.mux.Handle(pattern, s.instrument(pattern, s.gate(h, func(a *Access) bool { return a.cfg.EnableAdminAPI },
+		"the admin API is disabled: set http.enable_admin_api: true to allow this request")))
+}
+
+// Patterns lists what Handle and HandleAdmin mounted, in order, so that
+// tests can visit every endpoint.
+func (s *Server) Patterns() []string {
+	s.patMu.Lock()
+	defer s.patMu.Unlock()
+	return slices.Clone(s.patterns)
+}
+
+func (s *Server) addPattern(p string) {
+	s.patMu.Lock()
+	defer s.patMu.Unlock()
+	s.patterns = append(s.patterns, p)
+}
+
+// SetAccess puts a in force for every request from now on and for every
+// new connection (TLS turned on or off, new certificates). Connections
+// already open keep the TLS session they negotiated.
+func (s *Server) SetAccess(a *Access) { s.access.Store(a) }
+
+// TLS reports whether new connections are served with TLS.
+func (s *Server) TLS() bool { return s.access.Load().TLS() }
 
 // RegisterMetrics adds a subsystem's metric set to /metrics. Gauge callbacks
 // in it run on every scrape and must not wait for locks held during
@@ -199,6 +314,11 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if !s.access.Load().cfg.EnableLifecycle {
+		s.forbidden.Inc()
+		http.Error(w, "the lifecycle API is disabled: set http.enable_lifecycle: true to allow POST /-/reload", http.StatusForbidden)
+		return
+	}
 	if s.opts.Reload == nil {
 		http.Error(w, "reload is not enabled", http.StatusNotImplemented)
 		return
@@ -208,6 +328,66 @@ func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	io.WriteString(w, "config reloaded\n")
+}
+
+// front runs before the mux for every request: it sets the configured
+// response headers, caps the body, and demands credentials when they are
+// configured (except on the health endpoints when they are exempt).
+func (s *Server) front(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a := s.access.Load()
+		for k, v := range a.web.headers {
+			w.Header().Set(k, v)
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, s.opts.Limits.MaxRequestBodyBytes)
+		}
+		if a.AuthRequired() && !(a.cfg.AuthExemptHealth && isHealth(r)) && !a.authenticate(r.Context(), r, s.bcrypt) {
+			s.unauthorized.Inc()
+			a.challenge(w.Header())
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isHealth(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		(r.URL.Path == "/-/healthy" || r.URL.Path == "/-/ready")
+}
+
+// gate answers 403 with msg unless allowed says the access in force permits
+// h, then runs h in an API slot.
+func (s *Server) gate(h http.Handler, allowed func(*Access) bool, msg string) http.Handler {
+	limited := s.limit(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowed(s.access.Load()) {
+			s.forbidden.Inc()
+			http.Error(w, msg, http.StatusForbidden)
+			return
+		}
+		limited.ServeHTTP(w, r)
+	})
+}
+
+// switchListener serves each new connection with the TLS config in force
+// when it is accepted, or plain when there is none, so a reload can turn
+// TLS on or rotate certificates without restarting the listener.
+type switchListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l *switchListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if cfg := l.s.access.Load().tlsConfig(); cfg != nil {
+		return tls.Server(c, cfg), nil
+	}
+	return c, nil
 }
 
 // limit gives h one of the shared slots, or answers 503 at once when all are

@@ -139,11 +139,13 @@ func TestReload(t *testing.T) {
 			return errors.New("seismo.yml:3:1: bogus: unknown key")
 		}, "POST", 500, "reload failed: seismo.yml:3:1: bogus: unknown key"},
 		{"GET is not allowed", func(context.Context) error { return nil }, "GET", 405, ""},
-		{"disabled", nil, "POST", 501, "not enabled"},
+		{"no reload function", nil, "POST", 501, "not enabled"},
 	}
+	lifecycle, err := NewAccess(AccessConfig{EnableLifecycle: true})
+	require.NoError(t, err)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, base := start(t, Options{Reload: tt.reload})
+			_, base := start(t, Options{Reload: tt.reload, Access: lifecycle})
 			code, body := get(t, tt.method, base+"/-/reload")
 			require.Equal(t, tt.code, code)
 			require.Contains(t, body, tt.body)

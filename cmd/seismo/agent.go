@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
@@ -118,6 +119,10 @@ func newAgent(cfg *config.Config, opts agentOptions) (*agent, error) {
 	a.reloadSuccess.Set(float64(opts.now().Unix()))
 
 	httpSet := metrics.NewSet()
+	access, err := web.NewAccess(cfg.HTTP.AccessConfig())
+	if err != nil {
+		return nil, fmt.Errorf("http: %w", err)
+	}
 	w, err := web.New(web.Options{
 		ListenAddress:         cfg.HTTP.ListenAddress,
 		MaxConcurrentRequests: cfg.HTTP.MaxConcurrentRequests,
@@ -127,13 +132,27 @@ func newAgent(cfg *config.Config, opts agentOptions) (*agent, error) {
 		Logger:                opts.logger.With("component", "web"),
 		// A quarter of the drain budget: the HTTP server stops last.
 		ShutdownTimeout: cfg.ShutdownTimeout / 4,
+		Access:          access,
+		Limits:          cfg.HTTP.Limits(),
 	})
 	if err != nil {
 		return nil, err
 	}
 	w.RegisterMetrics(a.set)
 	a.web = w
+	warnCleartext(opts.logger, cfg.HTTP.ListenAddress, access)
 	return a, nil
+}
+
+// warnCleartext warns when credentials would cross a network unencrypted:
+// authentication without TLS on an address other than loopback.
+func warnCleartext(logger *slog.Logger, listen string, access *web.Access) {
+	host, _, _ := net.SplitHostPort(listen)
+	ip := net.ParseIP(host)
+	if access.AuthRequired() && !access.TLS() && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		logger.Warn("http authentication is configured without TLS on a non-loopback address: passwords and tokens cross the network in clear text; add tls_server_config to the web config file",
+			"listen_address", listen)
+	}
 }
 
 // config returns the config currently in force.

@@ -32,10 +32,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// testConfig is the default config on a free loopback port.
+// testConfig is the default config on a free loopback port, with the
+// lifecycle and admin endpoints on (the tests reload and silence over HTTP).
 func testConfig() *config.Config {
 	c := config.Default()
 	c.HTTP.ListenAddress = "127.0.0.1:0"
+	c.HTTP.EnableLifecycle, c.HTTP.EnableAdminAPI = true, true
 	c.DataDir = "unused"
 	return &c
 }

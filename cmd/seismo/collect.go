@@ -77,7 +77,19 @@ func wireCollect(a *agent, cfg *config.Config) (*collected, error) {
 			commit()
 		}, nil
 	}})
-	api := datasource.NewAPI(local, nil)
+	// The query API gets an engine of its own, bound by the http.query_*
+	// limits, so that a heavy query from a client cannot fail rule
+	// evaluation and rules are not held to the API's limits.
+	apiLocal, err := datasource.NewLocal(datasource.LocalOptions{
+		Queryable: st, Logger: a.logger,
+		Timeout: cfg.HTTP.QueryTimeout, MaxSamples: cfg.HTTP.QueryMaxSamples,
+		MaxConcurrent: cfg.HTTP.QueryConcurrency(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	api := datasource.NewAPI(apiLocal, nil)
+	api.MaxPoints = cfg.HTTP.QueryMaxPoints
 	for _, m := range []string{"GET", "POST"} {
 		a.web.Handle(m+" /api/v1/query", api.QueryHandler())
 		a.web.Handle(m+" /api/v1/query_range", api.QueryRangeHandler())

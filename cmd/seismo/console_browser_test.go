@@ -93,6 +93,7 @@ const consoleConfig = `data_dir: state
 http:
   listen_address: 127.0.0.1:0
   route_prefix: %q
+  enable_admin_api: true
 log:
   level: warn
 collectors:

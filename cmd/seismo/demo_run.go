@@ -72,6 +72,9 @@ var demoConfig = template.Must(template.New("demo").Parse(`# seismo demo config,
 data_dir: {{ printf "%q" .DataDir }}
 http:
   listen_address: 127.0.0.1:0
+  # Loopback only: reload and silences may be used freely during the demo.
+  enable_lifecycle: true
+  enable_admin_api: true
 log:
   level: {{ .LogLevel }}
 collectors:

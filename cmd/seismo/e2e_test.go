@@ -160,6 +160,7 @@ func metricLine(t *testing.T, base, name string) string {
 const e2eConfig = `data_dir: state
 http:
   listen_address: 127.0.0.1:0
+  enable_lifecycle: true
 log:
   format: json
   level: info
@@ -190,7 +191,7 @@ func TestBinaryReloadAndShutdown(t *testing.T) {
 	require.NoError(t, os.WriteFile(cfgPath, []byte(e2eConfig+"bogus_key: 1\n"), 0o600))
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
 	failed := p.waitLog(t, "config reload failed; the previous config keeps running")
-	require.Contains(t, failed["err"], cfgPath+":7:1: bogus_key: unknown key")
+	require.Contains(t, failed["err"], cfgPath+":8:1: bogus_key: unknown key")
 	code, _ = do(t, "GET", base+"/-/healthy")
 	require.Equal(t, 200, code)
 	require.Equal(t, "seismo_config_last_reload_successful 0", metricLine(t, base, "seismo_config_last_reload_successful"))

@@ -47,8 +47,8 @@ func wireNotify(a *agent, cfg *config.Config) (rules.NotifyFunc, service, error)
 		}, nil
 	}})
 	a.web.Handle("GET /api/v1/silences", d.SilencesHandler())
-	a.web.Handle("POST /api/v1/silences", d.SilencesHandler())
-	a.web.Handle("DELETE /api/v1/silences/{id}", d.SilencesHandler())
+	a.web.HandleAdmin("POST /api/v1/silences", d.SilencesHandler())
+	a.web.HandleAdmin("DELETE /api/v1/silences/{id}", d.SilencesHandler())
 	a.web.Handle("GET /api/v1/drafts", d.DraftsHandler())
 	a.web.Handle("GET /api/v1/drafts/{id}", d.DraftsHandler())
 	a.ui.silences, a.ui.drafts, a.ui.silencedBy = d.SilencesHandler(), d.DraftsHandler(), d.SilencedBy

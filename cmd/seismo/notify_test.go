@@ -21,7 +21,7 @@ import (
 
 const notifyYAML = `
 data_dir: state
-http: {listen_address: 127.0.0.1:0}
+http: {listen_address: 127.0.0.1:0, enable_admin_api: true}
 notify:
   route:
     receiver: hook

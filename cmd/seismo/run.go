@@ -13,6 +13,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 
 	"github.com/seismo-agent/seismo/internal/config"
+	"github.com/seismo-agent/seismo/web"
 )
 
 // runFlags are the flags of "seismo run". Flags override SEISMO_*
@@ -28,13 +29,14 @@ func registerRun(app *kingpin.Application, cli *cliEnv) {
 	cmd := app.Command("run", "Run the agent (without --config: the embedded default config). "+
 		"Any config key can also be set by a SEISMO_* environment variable: "+
 		"SEISMO_HTTP__LISTEN_ADDRESS sets http.listen_address (\"__\" is one level deeper). "+
-		"Precedence: flags > environment > file. SIGHUP or POST /-/reload reloads the config.")
+		"Precedence: flags > environment > file. SIGHUP, or POST /-/reload with http.enable_lifecycle, reloads the config.")
 	f := &runFlags{overrides: map[string]*string{}}
 	cmd.Flag("config", "Agent config file (YAML). Relative paths inside it are resolved against its directory.").
 		PlaceHolder("FILE").StringVar(&f.configFile)
 	// Each override flag sets one config key; add more here as needed.
 	for _, o := range []struct{ flag, key, help string }{
 		{"http.listen-address", "http.listen_address", "Address to serve HTTP on (overrides http.listen_address)."},
+		{"web.config.file", "http.web_config_file", "Web config file (Prometheus' format) with TLS and basic-auth users (overrides http.web_config_file)."},
 		{"log.level", "log.level", "Log level: debug, info, warn, error (overrides log.level)."},
 		{"log.format", "log.format", "Log format: text or json (overrides log.format)."},
 		{"data-dir", "data_dir", "Directory for persistent state (overrides data_dir)."},
@@ -169,7 +171,21 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 			a.logger.Warn("http.max_concurrent_requests changed; restart seismo to apply it",
 				"old", cur.HTTP.MaxConcurrentRequests, "new", next.HTTP.MaxConcurrentRequests)
 		}
-		return nil, nil
+		if next.HTTP.Limits() != cur.HTTP.Limits() || next.HTTP.QueryTimeout != cur.HTTP.QueryTimeout ||
+			next.HTTP.QueryMaxSamples != cur.HTTP.QueryMaxSamples || next.HTTP.QueryMaxPoints != cur.HTTP.QueryMaxPoints ||
+			next.HTTP.QueryMaxConcurrency != cur.HTTP.QueryMaxConcurrency {
+			a.logger.Warn("http timeouts or size limits changed; restart seismo to apply them")
+		}
+		// TLS, users, the bearer token and the lifecycle and admin switches
+		// apply at once; a bad web config file fails the whole reload.
+		access, err := web.NewAccess(next.HTTP.AccessConfig())
+		if err != nil {
+			return nil, err
+		}
+		return func() {
+			a.web.SetAccess(access)
+			warnCleartext(a.logger, cur.HTTP.ListenAddress, access) // the address in force
+		}, nil
 	}})
 	if err := checkDataDir(cfg.DataDir); err != nil {
 		return err

@@ -31,15 +31,18 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/seismo-agent/seismo/collectors"
 	"github.com/seismo-agent/seismo/datasource"
 	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/internal/httpconf"
 	"github.com/seismo-agent/seismo/notify/setup"
 	"github.com/seismo-agent/seismo/rules"
 	"github.com/seismo-agent/seismo/store"
+	"github.com/seismo-agent/seismo/web"
 )
 
 // Config is the whole agent configuration. The zero value is not useful:
@@ -90,6 +93,49 @@ type HTTPConfig struct {
 	// are served ("/seismo"), for a reverse proxy that hosts the agent
 	// under a path. Empty means the path of ExternalURL, or the root.
 	RoutePrefix string `koanf:"route_prefix"`
+
+	// WebConfigFile is a web config file in the format of Prometheus'
+	// exporter-toolkit (--web.config.file): TLS, bcrypt basic-auth users,
+	// response headers. Applied on reload; a bad file fails the reload.
+	WebConfigFile string `koanf:"web_config_file"`
+	// Authorization, when its credentials (or credentials_file) are set,
+	// is accepted as "Authorization: <type> <credentials>" (type Bearer by
+	// default) besides any basic-auth user.
+	Authorization httpconf.Authorization `koanf:"authorization"`
+	// AuthExemptHealth leaves /-/healthy and /-/ready open when
+	// authentication is configured.
+	AuthExemptHealth bool `koanf:"auth_exempt_health"`
+	// EnableLifecycle allows POST /-/reload; EnableAdminAPI allows the
+	// endpoints that change state (silences). Off, they answer 403.
+	EnableLifecycle bool `koanf:"enable_lifecycle"`
+	EnableAdminAPI  bool `koanf:"enable_admin_api"`
+
+	// Connection and request limits (restart to apply).
+	ReadHeaderTimeout   time.Duration `koanf:"read_header_timeout"`
+	ReadTimeout         time.Duration `koanf:"read_timeout"`
+	WriteTimeout        time.Duration `koanf:"write_timeout"`
+	IdleTimeout         time.Duration `koanf:"idle_timeout"`
+	MaxHeaderBytes      int           `koanf:"max_header_bytes"`
+	MaxRequestBodyBytes int64         `koanf:"max_request_body_bytes"`
+
+	// Limits of /api/v1/query and /api/v1/query_range (restart to apply);
+	// rule evaluation has its own.
+	QueryTimeout    time.Duration `koanf:"query_timeout"`
+	QueryMaxSamples int           `koanf:"query_max_samples"`
+	QueryMaxPoints  int           `koanf:"query_max_points"`
+	// QueryMaxConcurrency bounds API queries evaluated at once (more wait
+	// their turn up to query_timeout); 0 means half the usable CPUs, at
+	// least one, so queries cannot starve rule evaluation.
+	QueryMaxConcurrency int `koanf:"query_max_concurrency"`
+}
+
+// QueryConcurrency is QueryMaxConcurrency with 0 resolved to half the
+// usable CPUs (GOMAXPROCS), at least one.
+func (h *HTTPConfig) QueryConcurrency() int {
+	if h.QueryMaxConcurrency > 0 {
+		return h.QueryMaxConcurrency
+	}
+	return max(1, runtime.GOMAXPROCS(0)/2)
 }
 
 // LogConfig configures the agent's structured log.
@@ -105,16 +151,13 @@ func Default() Config {
 	return Config{
 		DataDir:         "data",
 		ShutdownTimeout: 4 * time.Second,
-		HTTP: HTTPConfig{
-			ListenAddress:         "127.0.0.1:9797",
-			MaxConcurrentRequests: 64,
-		},
-		Log:         LogConfig{Level: "info", Format: "text"},
-		Rules:       rules.DefaultConfig(),
-		Collectors:  collectors.DefaultConfig(),
-		Storage:     store.DefaultConfig(),
-		Datasources: datasource.DefaultConfig(),
-		Notify:      setup.DefaultConfig(),
+		HTTP:            DefaultHTTPConfig(),
+		Log:             LogConfig{Level: "info", Format: "text"},
+		Rules:           rules.DefaultConfig(),
+		Collectors:      collectors.DefaultConfig(),
+		Storage:         store.DefaultConfig(),
+		Datasources:     datasource.DefaultConfig(),
+		Notify:          setup.DefaultConfig(),
 	}
 }
 
@@ -137,7 +180,62 @@ func (c *Config) Validate() error {
 	return errs.Err()
 }
 
-// Validate checks the http section.
+// DefaultHTTPConfig returns the http section's defaults.
+func DefaultHTTPConfig() HTTPConfig {
+	l := web.DefaultLimits()
+	return HTTPConfig{
+		ListenAddress:         "127.0.0.1:9797",
+		MaxConcurrentRequests: 64,
+		AuthExemptHealth:      true,
+		ReadHeaderTimeout:     l.ReadHeaderTimeout,
+		ReadTimeout:           l.ReadTimeout,
+		WriteTimeout:          l.WriteTimeout,
+		IdleTimeout:           l.IdleTimeout,
+		MaxHeaderBytes:        l.MaxHeaderBytes,
+		MaxRequestBodyBytes:   l.MaxRequestBodyBytes,
+		QueryTimeout:          30 * time.Second,
+		QueryMaxSamples:       5_000_000,
+		QueryMaxPoints:        11_000,
+	}
+}
+
+// AccessConfig is what the web server enforces, from this section. Call
+// it on a resolved config (secrets read).
+func (h *HTTPConfig) AccessConfig() web.AccessConfig {
+	a := web.AccessConfig{
+		WebConfigFile:    h.WebConfigFile,
+		AuthExemptHealth: h.AuthExemptHealth,
+		EnableLifecycle:  h.EnableLifecycle,
+		EnableAdminAPI:   h.EnableAdminAPI,
+	}
+	if h.Authorization.Credentials != "" {
+		a.BearerType, a.BearerToken = h.Authorization.Type, string(h.Authorization.Credentials)
+	}
+	return a
+}
+
+// Limits are the web server's connection and request limits.
+func (h *HTTPConfig) Limits() web.Limits {
+	return web.Limits{
+		ReadHeaderTimeout:   h.ReadHeaderTimeout,
+		ReadTimeout:         h.ReadTimeout,
+		WriteTimeout:        h.WriteTimeout,
+		IdleTimeout:         h.IdleTimeout,
+		MaxHeaderBytes:      h.MaxHeaderBytes,
+		MaxRequestBodyBytes: h.MaxRequestBodyBytes,
+	}
+}
+
+// Resolve reads the authorization credentials_file and makes
+// web_config_file absolute against baseDir.
+func (h *HTTPConfig) Resolve(baseDir string) error {
+	h.WebConfigFile = configutil.ResolvePath(baseDir, h.WebConfigFile)
+	cc := httpconf.ClientConfig{Authorization: &h.Authorization}
+	return cc.Resolve(baseDir)
+}
+
+// Validate checks the http section. It reads the web config file, so a
+// bad one is reported by "seismo check config" and fails a reload.
 func (h *HTTPConfig) Validate() error {
 	var errs configutil.Errors
 	if _, port, err := net.SplitHostPort(h.ListenAddress); err != nil {
@@ -160,6 +258,44 @@ func (h *HTTPConfig) Validate() error {
 	}
 	if err := checkRoutePrefix(h.RoutePrefix); err != nil {
 		errs.Addf("route_prefix", "%v", err)
+	}
+	cc := httpconf.ClientConfig{Authorization: &h.Authorization}
+	errs.Merge("", cc.Validate())
+	if h.WebConfigFile != "" {
+		ac := h.AccessConfig()
+		ac.BearerToken = "" // checked above, with its field path
+		_, err := web.NewAccess(ac)
+		errs.Merge("web_config_file", err) // one line per problem in the file
+
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{
+		{"read_header_timeout", h.ReadHeaderTimeout}, {"read_timeout", h.ReadTimeout},
+		{"write_timeout", h.WriteTimeout}, {"idle_timeout", h.IdleTimeout}, {"query_timeout", h.QueryTimeout},
+	} {
+		if d.v <= 0 {
+			errs.Addf(d.key, "must be positive, got %s", d.v)
+		}
+	}
+	if h.QueryTimeout > 0 && h.WriteTimeout > 0 && h.WriteTimeout <= h.QueryTimeout {
+		errs.Addf("write_timeout", "must exceed query_timeout (%s), or answers to slow queries are cut off", h.QueryTimeout)
+	}
+	if h.MaxHeaderBytes < 4096 {
+		errs.Addf("max_header_bytes", "must be at least 4096, got %d", h.MaxHeaderBytes)
+	}
+	if h.MaxRequestBodyBytes < 1024 {
+		errs.Addf("max_request_body_bytes", "must be at least 1024, got %d", h.MaxRequestBodyBytes)
+	}
+	if h.QueryMaxSamples <= 0 {
+		errs.Addf("query_max_samples", "must be positive, got %d", h.QueryMaxSamples)
+	}
+	if h.QueryMaxPoints <= 0 {
+		errs.Addf("query_max_points", "must be positive, got %d", h.QueryMaxPoints)
+	}
+	if h.QueryMaxConcurrency < 0 {
+		errs.Addf("query_max_concurrency", "must not be negative, got %d", h.QueryMaxConcurrency)
 	}
 	return errs.Err()
 }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/internal/httpconf"
 	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/notify"
 )
@@ -35,6 +36,17 @@ type Config struct {
 	// is set; Alertmanager resolves the alert then unless it is re-sent.
 	EndsAtAhead time.Duration `koanf:"ends_at_ahead"`
 	Timeout     time.Duration `koanf:"timeout"`
+	// TLSConfig sets the CA, client certificate and server name for https
+	// URLs (the same for every URL of the entry).
+	TLSConfig httpconf.TLSConfig `koanf:"tls_config"`
+}
+
+// Resolve makes the TLS file paths absolute against baseDir.
+func (c *Config) Resolve(baseDir string) error {
+	cc := httpconf.ClientConfig{TLSConfig: c.TLSConfig}
+	err := cc.Resolve(baseDir)
+	c.TLSConfig = cc.TLSConfig
+	return err
 }
 
 // DefaultConfig returns the defaults.
@@ -58,6 +70,8 @@ func (c *Config) Validate() error {
 	if c.Timeout <= 0 {
 		errs.Addf("timeout", "must be positive")
 	}
+	cc := httpconf.ClientConfig{TLSConfig: c.TLSConfig}
+	errs.Merge("", cc.Validate())
 	return errs.Err()
 }
 

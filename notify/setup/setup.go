@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/internal/httpconf"
 	"github.com/seismo-agent/seismo/notify"
 	"github.com/seismo-agent/seismo/notify/alertmanager"
 	"github.com/seismo-agent/seismo/notify/draft"
@@ -87,9 +88,11 @@ func (c *Config) Resolve(baseDir string) error {
 			errs.Merge(fmt.Sprintf("%s.webhook_configs[%d]", p, j), wc.Resolve(baseDir))
 		}
 		for j := range r.AlertmanagerConfigs {
-			fill(&r.AlertmanagerConfigs[j], alertmanager.DefaultConfig(), func(d, v *alertmanager.Config) {
+			ac := &r.AlertmanagerConfigs[j]
+			fill(ac, alertmanager.DefaultConfig(), func(d, v *alertmanager.Config) {
 				v.EndsAtAhead, v.Timeout = cmp.Or(v.EndsAtAhead, d.EndsAtAhead), cmp.Or(v.Timeout, d.Timeout)
 			})
+			errs.Merge(fmt.Sprintf("%s.alertmanager_configs[%d]", p, j), ac.Resolve(baseDir))
 		}
 		for j := range r.FileConfigs {
 			errs.Merge(fmt.Sprintf("%s.file_configs[%d]", p, j), r.FileConfigs[j].Resolve(baseDir))
@@ -116,12 +119,15 @@ func (c *Config) Validate() error {
 		names = append(names, r.Name)
 		for j := range r.SlackConfigs {
 			errs.Merge(fmt.Sprintf("%s.slack_configs[%d]", p, j), r.SlackConfigs[j].Validate())
+			checkTLS(&errs, fmt.Sprintf("%s.slack_configs[%d].tls_config", p, j), r.SlackConfigs[j].TLSConfig)
 		}
 		for j := range r.WebhookConfigs {
 			errs.Merge(fmt.Sprintf("%s.webhook_configs[%d]", p, j), r.WebhookConfigs[j].Validate())
+			checkTLS(&errs, fmt.Sprintf("%s.webhook_configs[%d].tls_config", p, j), r.WebhookConfigs[j].TLSConfig)
 		}
 		for j := range r.AlertmanagerConfigs {
 			errs.Merge(fmt.Sprintf("%s.alertmanager_configs[%d]", p, j), r.AlertmanagerConfigs[j].Validate())
+			checkTLS(&errs, fmt.Sprintf("%s.alertmanager_configs[%d].tls_config", p, j), r.AlertmanagerConfigs[j].TLSConfig)
 		}
 		for j := range r.FileConfigs {
 			errs.Merge(fmt.Sprintf("%s.file_configs[%d]", p, j), r.FileConfigs[j].Validate())
@@ -157,6 +163,17 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errs.Err()
+}
+
+// checkTLS reads the CA and client certificate files of a receiver's
+// tls_config, so that "seismo check config" reports a bad file.
+func checkTLS(errs *configutil.Errors, path string, t httpconf.TLSConfig) {
+	if t == (httpconf.TLSConfig{}) || (t.CertFile == "") != (t.KeyFile == "") {
+		return // nothing set, or already reported by Validate
+	}
+	if _, err := httpconf.NewTLS(t); err != nil {
+		errs.Addf(path, "%v", err)
+	}
 }
 
 // checkAlertmanagerTimings reports routes to Alertmanager receivers whose
@@ -215,18 +232,30 @@ func Build(c *Config, deps Deps) (*notify.Config, error) {
 	for i, r := range c.Receivers {
 		var ints []notify.Integration
 		for j, sc := range r.SlackConfigs {
-			n, err := slack.New(sc, tmpl, clientFor(deps.HTTPClient, sc.Timeout), deps.ExternalURL)
+			client, err := clientFor(deps.HTTPClient, sc.Timeout, sc.TLSConfig)
+			if err != nil {
+				return nil, fmt.Errorf("receivers[%d].slack_configs[%d].tls_config: %w", i, j, err)
+			}
+			n, err := slack.New(sc, tmpl, client, deps.ExternalURL)
 			if err != nil {
 				return nil, fmt.Errorf("receivers[%d].slack_configs[%d]: %w", i, j, err)
 			}
 			ints = append(ints, notify.Integration{Type: "slack", Notifier: n, SendResolved: sc.SendsResolved(), Secrets: n.Secrets()})
 		}
-		for _, wc := range r.WebhookConfigs {
-			n := webhook.New(wc, clientFor(deps.HTTPClient, wc.Timeout), deps.ExternalURL, deps.Now)
+		for j, wc := range r.WebhookConfigs {
+			client, err := clientFor(deps.HTTPClient, wc.Timeout, wc.TLSConfig)
+			if err != nil {
+				return nil, fmt.Errorf("receivers[%d].webhook_configs[%d].tls_config: %w", i, j, err)
+			}
+			n := webhook.New(wc, client, deps.ExternalURL, deps.Now)
 			ints = append(ints, notify.Integration{Type: "webhook", Notifier: n, SendResolved: wc.SendsResolved(), Secrets: n.Secrets()})
 		}
-		for _, ac := range r.AlertmanagerConfigs {
-			n := alertmanager.New(ac, clientFor(deps.HTTPClient, ac.Timeout), deps.Now)
+		for j, ac := range r.AlertmanagerConfigs {
+			client, err := clientFor(deps.HTTPClient, ac.Timeout, ac.TLSConfig)
+			if err != nil {
+				return nil, fmt.Errorf("receivers[%d].alertmanager_configs[%d].tls_config: %w", i, j, err)
+			}
+			n := alertmanager.New(ac, client, deps.Now)
 			// Alertmanager must hear about resolves to close its alerts.
 			ints = append(ints, notify.Integration{Type: "alertmanager", Notifier: n, SendResolved: true, Secrets: n.Secrets()})
 		}
@@ -239,9 +268,21 @@ func Build(c *Config, deps Deps) (*notify.Config, error) {
 	return out, nil
 }
 
-func clientFor(c *http.Client, timeout time.Duration) *http.Client {
+// clientFor returns c when set (tests), else a client with the timeout and,
+// when tlsCfg says anything, a transport of its own with those TLS settings
+// (CA and client certificate read now, so a bad file fails the load).
+func clientFor(c *http.Client, timeout time.Duration, tlsCfg httpconf.TLSConfig) (*http.Client, error) {
 	if c != nil {
-		return c
+		return c, nil
 	}
-	return &http.Client{Timeout: timeout}
+	if tlsCfg == (httpconf.TLSConfig{}) {
+		return &http.Client{Timeout: timeout}, nil
+	}
+	t, err := httpconf.NewTLS(tlsCfg)
+	if err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = t
+	return &http.Client{Timeout: timeout, Transport: tr}, nil
 }

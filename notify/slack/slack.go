@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/internal/httpconf"
 	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/notify"
 	"github.com/seismo-agent/seismo/notify/draft"
@@ -54,6 +56,9 @@ type Config struct {
 	// MaxAlerts bounds the alerts shown in one message (the rest are counted).
 	MaxAlerts int           `koanf:"max_alerts"`
 	Timeout   time.Duration `koanf:"timeout"`
+	// TLSConfig sets the CA, client certificate and server name for the
+	// connection to Slack (or a proxy in front of it).
+	TLSConfig httpconf.TLSConfig `koanf:"tls_config"`
 }
 
 // DefaultConfig returns the defaults.
@@ -75,6 +80,9 @@ func (c *Config) Resolve(baseDir string) error {
 	if c.Token, err = configutil.ResolveSecret(c.Token, c.TokenFile, baseDir); err != nil {
 		errs.Addf("token_file", "%v", err)
 	}
+	cc := httpconf.ClientConfig{TLSConfig: c.TLSConfig}
+	errs.Merge("", cc.Resolve(baseDir))
+	c.TLSConfig = cc.TLSConfig
 	return errs.Err()
 }
 
@@ -92,10 +100,17 @@ func (c *Config) Validate() error {
 		errs.Addf("channel", "required with a bot token")
 	}
 	if c.APIURL != "" {
-		if u, err := url.Parse(string(c.APIURL)); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			errs.Addf("api_url", "want an absolute http(s) URL")
+		if msg := checkHTTPS(string(c.APIURL)); msg != "" {
+			errs.Addf("api_url", "%s", msg)
 		}
 	}
+	if hasToken && c.APIBase != "" {
+		if msg := checkHTTPS(c.APIBase); msg != "" {
+			errs.Addf("api_base", "%s", msg)
+		}
+	}
+	cc := httpconf.ClientConfig{TLSConfig: c.TLSConfig}
+	errs.Merge("", cc.Validate())
 	if c.MaxAlerts <= 0 || c.MaxAlerts > maxBlocks-5 {
 		errs.Addf("max_alerts", "must be between 1 and %d", maxBlocks-5)
 	}
@@ -103,6 +118,30 @@ func (c *Config) Validate() error {
 		errs.Addf("timeout", "must be positive")
 	}
 	return errs.Err()
+}
+
+// checkHTTPS returns why u is not acceptable for Slack, or "". The URL
+// (a secret: it carries the webhook's key) is never part of the answer.
+// Slack must be reached over https; plain http is allowed only to a
+// loopback address, where a local relay or a test server listens and
+// nothing crosses a network.
+func checkHTTPS(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return "want an absolute http(s) URL"
+	}
+	if p.Scheme == "http" && !isLoopback(p.Hostname()) {
+		return "must use https: the URL and messages would cross the network in clear text (http is accepted only for loopback addresses)"
+	}
+	return ""
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // SendsResolved reports whether notifications whose alerts all resolved are

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/internal/httpconf"
 	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/notify"
 	"github.com/seismo-agent/seismo/notify/draft"
@@ -256,6 +257,9 @@ func TestValidate(t *testing.T) {
 		{"both", slack.Config{APIURL: "https://h/" + secret, Token: secret}, "api_url: set either api_url"},
 		{"token without channel", slack.Config{Token: secret}, "channel: required with a bot token"},
 		{"bad url", slack.Config{APIURL: "hooks.slack.com/" + secret}, "api_url: want an absolute http(s) URL"},
+		{"plain http", slack.Config{APIURL: "http://hooks.slack.com/" + secret}, "api_url: must use https"},
+		{"plain http to a bot API base", slack.Config{Token: secret, Channel: "#c", APIBase: "http://slack.example/api/"}, "api_base: must use https"},
+		{"bad tls_config", slack.Config{APIURL: "https://hooks.slack.com/" + secret, TLSConfig: httpconf.TLSConfig{CertFile: "c.pem"}}, "tls_config.cert_file: cert_file and key_file must be set together"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -263,6 +267,14 @@ func TestValidate(t *testing.T) {
 			require.ErrorContains(t, err, tt.want)
 			require.NotContains(t, err.Error(), secret)
 		})
+	}
+}
+
+func TestPlainHTTPOnlyToLoopback(t *testing.T) {
+	for _, u := range []string{"http://127.0.0.1:8080/hook", "http://[::1]/hook", "http://localhost/hook", "https://hooks.slack.com/x"} {
+		cfg := slack.DefaultConfig()
+		cfg.APIURL = configutil.Secret(u)
+		require.NoError(t, cfg.Validate(), u)
 	}
 }
 

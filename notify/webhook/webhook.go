@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
+	"github.com/seismo-agent/seismo/internal/httpconf"
 	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/notify"
 	"github.com/seismo-agent/seismo/notify/draft"
@@ -45,6 +46,9 @@ type Config struct {
 	HMACSecretFile  string            `koanf:"hmac_secret_file"`
 	SignatureHeader string            `koanf:"signature_header"`
 	Timeout         time.Duration     `koanf:"timeout"`
+	// TLSConfig sets the CA, client certificate and server name for https
+	// URLs.
+	TLSConfig httpconf.TLSConfig `koanf:"tls_config"`
 }
 
 // DefaultConfig returns the defaults.
@@ -62,6 +66,9 @@ func (c *Config) Resolve(baseDir string) error {
 	if c.HMACSecret, err = configutil.ResolveSecret(c.HMACSecret, c.HMACSecretFile, baseDir); err != nil {
 		errs.Addf("hmac_secret_file", "%v", err)
 	}
+	cc := httpconf.ClientConfig{TLSConfig: c.TLSConfig}
+	errs.Merge("", cc.Resolve(baseDir))
+	c.TLSConfig = cc.TLSConfig
 	return errs.Err()
 }
 
@@ -86,6 +93,8 @@ func (c *Config) Validate() error {
 			errs.Addf("headers", "bad header name %q", k)
 		}
 	}
+	cc := httpconf.ClientConfig{TLSConfig: c.TLSConfig}
+	errs.Merge("", cc.Validate())
 	return errs.Err()
 }
 

@@ -1,0 +1,84 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/seismo-agent/seismo/internal/testpki"
+)
+
+func TestHTTPSecurityKeys(t *testing.T) {
+	dir := t.TempDir()
+	testpki.New(t, dir) // server.pem and server-key.pem for web.yml
+	h, err := bcrypt.GenerateFromPassword([]byte("pw"), bcrypt.MinCost)
+	require.NoError(t, err)
+	writeFile(t, dir, "web.yml", fmt.Sprintf("tls_server_config:\n  cert_file: server.pem\n  key_file: server-key.pem\nbasic_auth_users:\n  alice: %s\n", h))
+	writeFile(t, dir, "bad-web.yml", "tls_server_config:\n  cert_file: nope.pem\n  key_file: server-key.pem\n  min_version: TLS9\n")
+	writeFile(t, dir, "token", "t0ken-from-file\n")
+
+	t.Run("defaults", func(t *testing.T) {
+		h := DefaultHTTPConfig()
+		require.True(t, h.AuthExemptHealth)
+		require.False(t, h.EnableLifecycle)
+		require.False(t, h.EnableAdminAPI)
+		require.Equal(t, 30*time.Second, h.QueryTimeout)
+		require.NoError(t, h.Validate())
+		require.Empty(t, h.AccessConfig().BearerToken)
+	})
+	t.Run("good", func(t *testing.T) {
+		file := writeFile(t, dir, "seismo.yml", `
+http:
+  web_config_file: web.yml
+  authorization: {credentials_file: token}
+  enable_lifecycle: true
+  enable_admin_api: true
+  query_timeout: 5s
+  write_timeout: 10s
+`)
+		cfg, err := Load(LoadOptions{File: file})
+		require.NoError(t, err)
+		require.Equal(t, filepath.Join(dir, "web.yml"), cfg.HTTP.WebConfigFile, "relative to the config file")
+		ac := cfg.HTTP.AccessConfig()
+		require.Equal(t, "t0ken-from-file", ac.BearerToken)
+		require.True(t, ac.EnableLifecycle)
+		require.True(t, ac.EnableAdminAPI)
+		require.True(t, ac.AuthExemptHealth)
+		require.Equal(t, 10*time.Second, cfg.HTTP.Limits().WriteTimeout)
+	})
+	t.Run("environment enables the lifecycle API", func(t *testing.T) {
+		cfg, err := Load(LoadOptions{File: writeFile(t, dir, "empty.yml", ""), Env: []string{"SEISMO_HTTP__ENABLE_LIFECYCLE=true"}})
+		require.NoError(t, err)
+		require.True(t, cfg.HTTP.EnableLifecycle)
+	})
+	t.Run("bad", func(t *testing.T) {
+		file := writeFile(t, dir, "seismo.yml", `
+http:
+  web_config_file: bad-web.yml
+  authorization: {type: Basic, credentials: hunter2}
+  query_timeout: 1m
+  write_timeout: 30s
+  read_timeout: 0s
+  max_request_body_bytes: 10
+  query_max_samples: 0
+`)
+		_, err := Load(LoadOptions{File: file})
+		require.Error(t, err)
+		for _, want := range []string{
+			"seismo.yml:3:20: http.web_config_file: web config " + filepath.Join(dir, "bad-web.yml") + ": tls_server_config.cert_file: open ",
+			`http.web_config_file: web config ` + filepath.Join(dir, "bad-web.yml") + `: tls_server_config.min_version: want TLS10, TLS11, TLS12 or TLS13, got "TLS9"`,
+			"http.authorization.type: use basic_auth for Basic authorization",
+			"seismo.yml:6:18: http.write_timeout: must exceed query_timeout (1m0s)",
+			"http.read_timeout: must be positive",
+			"http.max_request_body_bytes: must be at least 1024",
+			"http.query_max_samples: must be positive",
+		} {
+			require.ErrorContains(t, err, want)
+		}
+		require.NotContains(t, err.Error(), "hunter2")
+	})
+}

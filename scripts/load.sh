@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Load test: while the agent scrapes and evaluates LOAD_SERIES synthetic
+# series (scripts/loadtarget on loopback), hey drives /api/v1/query with
+# 10 x the API's slot count in concurrent clients (at nice 19: in
+# production they are on other machines), and a second, gentle hey measures
+# /-/healthy, first alone (baseline: what the machine itself allows) and
+# then during the API load. Prints the health latencies (p99 target
+# < 50 ms), the API's answers by status, rule evaluations done and missed
+# during the run, CPU used by the agent and the load generator, and the
+# agent's RSS. Everything runs on 127.0.0.1 and is stopped at exit.
+#
+#   make load                      # or scripts/load.sh
+#   LOAD_DURATION=120s LOAD_SERIES=20000 scripts/load.sh
+#
+# Needs go and hey (Debian package hey). Not a pass/fail test: it reports
+# figures; the exit status is 1 only if the run itself failed.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+DURATION=${LOAD_DURATION:-60s}
+SERIES=${LOAD_SERIES:-10000}
+SLOTS=${LOAD_SLOTS:-64}                   # http.max_concurrent_requests
+CONCURRENCY=${LOAD_CONCURRENCY:-$((SLOTS * 10))}
+INTERVAL=${LOAD_INTERVAL:-5s}             # scrape and evaluation interval
+QUERY=${LOAD_QUERY:-'sum by (shard) (rate(load_requests_total[1m]))'}
+WARMUP=${LOAD_WARMUP:-30}                 # seconds before measuring
+
+command -v hey >/dev/null || { echo "load: hey is not installed (apt-get install hey)" >&2; exit 1; }
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "load: building seismo and the synthetic target"
+go build -o "$work/seismo" ./cmd/seismo
+go build -o "$work/loadtarget" ./scripts/loadtarget
+
+"$work/loadtarget" -addr 127.0.0.1:0 -series "$SERIES" >"$work/target.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ -s "$work/target.out" ] && break; sleep 0.1; done
+target=$(head -1 "$work/target.out")
+
+cat >"$work/load.rules.yml" <<EOF
+groups:
+  - name: load
+    interval: $INTERVAL
+    rules:
+      - alert: LoadShardFast
+        expr: rate(load_requests_total[1m]) > 1000
+      - anomaly: LoadLatencyAnomaly
+        expr: load_latency_seconds
+        detector: {type: ewma}
+EOF
+cat >"$work/seismo.yml" <<EOF
+data_dir: data
+http:
+  listen_address: 127.0.0.1:0
+  max_concurrent_requests: $SLOTS
+log: {level: info, format: json}
+collectors:
+  scrape_interval: $INTERVAL
+  scrape_timeout: $INTERVAL
+  scrape_configs:
+    - job_name: load
+      static_configs: [{targets: ["$target"]}]
+rules:
+  files: [load.rules.yml]
+  builtin: {enabled: false}
+EOF
+"$work/seismo" check config "$work/seismo.yml" >/dev/null
+"$work/seismo" check rules "$work/load.rules.yml" >/dev/null
+
+"$work/seismo" run --config "$work/seismo.yml" 2>"$work/seismo.log" >/dev/null &
+agent=$!
+pids+=("$agent")
+for _ in $(seq 300); do grep -q '"agent ready"' "$work/seismo.log" && break; sleep 0.1; done
+addr=$(grep '"agent ready"' "$work/seismo.log" | sed -E 's/.*"listen_address":"([^"]+)".*/\1/')
+[ -n "$addr" ] || { echo "load: the agent did not start:" >&2; cat "$work/seismo.log" >&2; exit 1; }
+base="http://$addr"
+echo "load: agent at $base, target $target with $SERIES series, warming up ${WARMUP}s"
+sleep "$WARMUP"
+
+urlencode() {
+	local s=$1 out="" c i
+	for ((i = 0; i < ${#s}; i++)); do
+		c=${s:i:1}
+		case $c in
+		[a-zA-Z0-9._~-]) out+=$c ;;
+		*) out+=$(printf '%%%02X' "'$c") ;;
+		esac
+	done
+	printf %s "$out"
+}
+
+# metric NAME: the sum of every sample of NAME on /metrics.
+metric() {
+	curl -fsS "$base/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { printf "%.0f\n", s }'
+}
+# Baseline: health alone, as the machine is right now (other work on it
+# shows here, not only the API load).
+BASELINE=${LOAD_BASELINE:-15s}
+loadavg=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "load: /-/healthy alone for $BASELINE (baseline)"
+hey -z "$BASELINE" -c 2 -q 10 -t 30 "$base/-/healthy" >"$work/baseline.txt"
+
+# cpu PID: user+system CPU seconds the process has used.
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f\n", ($14 + $15) / hz }' "/proc/$1/stat"; }
+evals0=$(metric seismo_rules_group_evaluations_total)
+cpu0=$(cpu "$agent")
+missed0=$(metric seismo_rules_group_iterations_missed_total)
+failed0=$(metric seismo_rules_group_evaluation_failures_total)
+
+echo "load: $CONCURRENCY clients on /api/v1/query for $DURATION ($SLOTS API slots)"
+(
+	while kill -0 "$agent" 2>/dev/null; do
+		awk '/^VmRSS/ { print $2 }' "/proc/$agent/status"
+		sleep 1
+	done
+) >"$work/rss.txt" &
+pids+=($!)
+TIMEFORMAT='%U %S'
+# The API clients run at the lowest CPU priority: in production they are on
+# other machines, here they share the agent's cores.
+{ time nice -n 19 hey -z "$DURATION" -c "$CONCURRENCY" -t 30 "$base/api/v1/query?query=$(urlencode "$QUERY")" >"$work/api.txt"; } 2>"$work/hey-cpu.txt" &
+api=$!
+hey -z "$DURATION" -c 2 -q 10 -t 30 "$base/-/healthy" >"$work/health.txt"
+wait "$api"
+
+cpu1=$(cpu "$agent")
+hey_cpu=$(awk '{ printf "%.1f", $1 + $2 }' "$work/hey-cpu.txt")
+evals1=$(metric seismo_rules_group_evaluations_total)
+missed1=$(metric seismo_rules_group_iterations_missed_total)
+failed1=$(metric seismo_rules_group_evaluation_failures_total)
+series=$(metric seismo_store_series)
+rss_max=$(sort -n "$work/rss.txt" | tail -1)
+hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$agent/status")
+
+pct() { awk -v p="$1" '$1 == p "%" && $2 == "in" { printf "%.1f ms", $3 * 1000 }' "$2"; }
+codes() { awk '/Status code distribution/ { on = 1; next } on && $1 ~ /^\[/ { printf "%s%s %s", sep, $1, $2; sep = ", "; next } on && sep { exit }' "$1"; }
+rps() { awk '/Requests\/sec/ { printf "%.0f", $2 }' "$1"; }
+
+cat <<EOF
+
+seismo load test ($(date -u +%FT%TZ), $(nproc) cores, load average $loadavg before the run, $DURATION)
+  series in store            $series (target serves $SERIES)
+  /api/v1/query clients      $CONCURRENCY for $SLOTS API slots (nice 19), query: $QUERY
+    answers                  $(codes "$work/api.txt")   ($(rps "$work/api.txt") req/s)
+    latency p50 / p99        $(pct 50 "$work/api.txt") / $(pct 99 "$work/api.txt")
+  /-/healthy alone, before   p50 $(pct 50 "$work/baseline.txt") / p99 $(pct 99 "$work/baseline.txt")   (baseline, $BASELINE)
+  /-/healthy (2 clients, 10 req/s each) during the API load
+    answers                  $(codes "$work/health.txt")
+    latency p50 / p99        $(pct 50 "$work/health.txt") / $(pct 99 "$work/health.txt")   (target p99 < 50 ms)
+  rule evaluations           $((evals1 - evals0)) done, $((missed1 - missed0)) missed, $((failed1 - failed0)) failed (interval $INTERVAL)
+  CPU seconds used           agent $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.1f", b - a }'), API load generator $hey_cpu (of $(nproc) cores x $DURATION)
+  agent RSS                  max $((rss_max / 1024)) MiB during the run, peak (VmHWM) $((hwm / 1024)) MiB
+EOF
