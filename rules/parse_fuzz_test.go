@@ -72,3 +72,20 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestYAMLErrorPositions(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"end of stream", "\"", "fuzz.rules.yml:1:2: "},
+		{"control character", "groups:\n  - name: a\x01b\n", "fuzz.rules.yml:2:12: "},
+		{"bad utf-8", "groups: []\n# \xff\n", "fuzz.rules.yml:2:3: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse(ParseOptions{}, "fuzz.rules.yml", []byte(tt.in))
+			require.Error(t, err)
+			require.True(t, strings.HasPrefix(err.Error(), tt.want), "got %q, want prefix %q", err, tt.want)
+		})
+	}
+}
