@@ -151,4 +151,3 @@ func storedSeries(t *testing.T, st *store.Store, check func(labels.Labels, int64
 	slices.Sort(out)
 	return out
 }
-
