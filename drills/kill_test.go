@@ -46,5 +46,5 @@ func TestDrillKill9(t *testing.T) {
 		t.Log("did not settle within 2 minutes")
 	}
 	report(t, "kill9", fmt.Sprintf("%d SIGKILLs at random points 0-2s after ready (mean %s), %d alerts fired and resolved",
-		iterations, (killedAfter / time.Duration(iterations)).Round(time.Millisecond), len(tg.state())), lost, dup, figs...)
+		iterations, (killedAfter/time.Duration(iterations)).Round(time.Millisecond), len(tg.state())), lost, dup, figs...)
 }
