@@ -325,24 +325,32 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	if fault != nil && fault(w, r, call) {
 		return
 	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return
-	}
-	var m webhook.Message
-	if err := json.Unmarshal(body, &m); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
 	if delay != nil {
 		time.Sleep(delay()) // widen the window in which a kill hits a delivery
 	}
+	if err := rc.record(r); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// record reads a webhook message and records its alerts as delivered.
+func (rc *receiver) record(r *http.Request) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err
+	}
+	var m webhook.Message
+	if err := json.Unmarshal(body, &m); err != nil {
+		return err
+	}
 	rc.mu.Lock()
+	defer rc.mu.Unlock()
 	for _, al := range m.Alerts {
 		rc.got = append(rc.got, delivery{id: al.Labels["id"], status: al.Status, startsAt: al.StartsAt, fp: al.Fingerprint})
 	}
-	rc.mu.Unlock()
-	w.WriteHeader(http.StatusOK)
+	return nil
 }
 
 func (rc *receiver) setFault(f func(w http.ResponseWriter, r *http.Request, call int) bool) {
