@@ -65,7 +65,7 @@ func FuzzParseSeriesValues(f *testing.F) {
 // fuzzUnitSteps bounds the evaluations a fuzzed unit-test file may ask for;
 // the bound in the code (maxUnitTestSteps) is checked by a unit test, and
 // here only slows fuzzing down.
-const fuzzUnitSteps = 2000
+const fuzzUnitSteps = 100
 
 // FuzzUnitTestFile runs arbitrary promtool-format unit-test files against
 // the rules of testdata/unit. Properties: no panic, no hang; a file that
