@@ -453,7 +453,7 @@ collectors:
   scrape_configs:
     - job_name: drill
       static_configs: [{targets: [@TARGET@]}]
-notify:
+@EXTRA_JOBS@notify:
   route:
     receiver: hook
     group_by: ['...']
@@ -465,15 +465,15 @@ notify:
       webhook_configs:
         - url: @HOOK@
           timeout: @WEBHOOK_TIMEOUT@
-  min_backoff: 100ms
+@NOTIFY_EXTRA@  min_backoff: 100ms
   max_backoff: 1s
 `)
-	defaults := map[string]string{"@SNAPSHOT@": "5s", "@WEBHOOK_TIMEOUT@": "2s"}
+	defaults := map[string]string{"@SNAPSHOT@": "5s", "@WEBHOOK_TIMEOUT@": "2s", "@EXTRA_JOBS@": "", "@NOTIFY_EXTRA@": ""}
 	for k, v := range extra {
 		defaults[k] = v
 	}
-	for k, v := range defaults {
-		cfg = strings.ReplaceAll(cfg, k, v)
+	for _, k := range []string{"@EXTRA_JOBS@", "@NOTIFY_EXTRA@", "@SNAPSHOT@", "@WEBHOOK_TIMEOUT@"} {
+		cfg = strings.ReplaceAll(cfg, k, defaults[k])
 	}
 	return cfg
 }
