@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/alecthomas/kingpin/v2"
 
@@ -74,12 +73,10 @@ func registerTestRules(app *kingpin.Application, cli *cliEnv) {
 // service, its part of reload, /api/v1/rules and /api/v1/alerts. notify
 // receives alerts due for sending; recording rule results go to the store.
 func wireRules(a *agent, cfg *config.Config, c *collected, notify rules.NotifyFunc) (*rules.Manager, error) {
-	var m *rules.Manager
-	save := func() error { return m.Save() }
 	m, err := rules.NewManager(rules.Options{
 		Source:      c.local,
 		Sources:     c.sources,
-		Notify:      saveOnTransition(a.logger, save, debugAlerts(a.logger, notify)),
+		Notify:      debugAlerts(a.logger, notify),
 		Record:      c.record,
 		DataDir:     cfg.DataDir,
 		ExternalURL: cfg.HTTP.ExternalURLOrDefault(),
@@ -100,43 +97,6 @@ func wireRules(a *agent, cfg *config.Config, c *collected, notify rules.NotifyFu
 	a.web.Handle("GET /api/v1/rules", m.RulesHandler())
 	a.web.Handle("GET /api/v1/alerts", m.AlertsHandler())
 	return m, nil
-}
-
-// saveOnTransition saves the rule state before it hands on alerts that
-// changed state (first firing, resolved), so that what a notification
-// announced is on disk before the notification is: killed right after
-// announcing an alert, the agent would otherwise restart without it and
-// never send its resolve. Periodic re-sends do not save.
-func saveOnTransition(logger *slog.Logger, save func() error, next rules.NotifyFunc) rules.NotifyFunc {
-	var (
-		mu   sync.Mutex
-		last = map[uint64]model.AlertState{}
-	)
-	return func(ctx context.Context, alerts ...*model.Alert) {
-		changed := false
-		mu.Lock()
-		for _, al := range alerts {
-			fp := al.Fingerprint()
-			if st, ok := last[fp]; !ok || st != al.State {
-				changed = true
-				last[fp] = al.State
-			}
-		}
-		if len(last) > 10_000 { // bound memory: forget resolved alerts
-			for fp, st := range last {
-				if st == model.StateResolved {
-					delete(last, fp)
-				}
-			}
-		}
-		mu.Unlock()
-		if changed {
-			if err := save(); err != nil {
-				logger.Error("save rule state before notifying", "component", "rules", "err", err)
-			}
-		}
-		next(ctx, alerts...)
-	}
 }
 
 // debugAlerts logs each alert handed to next at debug level.
