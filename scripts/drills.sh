@@ -14,16 +14,15 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 filter=${1:-.}
 log=$(mktemp -t seismo-drills.XXXXXX)
-trap 'rm -f "$log"' EXIT
 
 make build >/dev/null || exit 1
-echo "drills: running against bin/seismo (log: go test -v output below on failure)"
+echo "drills: running against bin/seismo; go test -v output in $log"
 DRILLS_FULL=1 DRILLS_BIN="$PWD/bin/seismo" $GO test -count=1 -timeout 60m -v -run "TestDrill($filter)" ./drills >"$log" 2>&1
 rc=$?
 
 echo
 grep -E '^DRILL ' "$log" || true
-skipped=$(grep -E -- '--- SKIP' -A1 "$log" || true)
+skipped=$(grep -A1 -e '--- SKIP' "$log" || true)
 if [ -n "$skipped" ]; then
 	echo
 	echo "skipped:"
@@ -32,7 +31,8 @@ fi
 echo
 if [ $rc -ne 0 ]; then
 	grep -E -- '--- FAIL|Error:|Messages:|lost|duplicated' "$log" | grep -v '^DRILL ' | head -50
-	echo "drills: FAILED"
+	echo "drills: FAILED (full output: $log)"
 	exit 1
 fi
+rm -f "$log"
 echo "drills: all passed, nothing lost"
