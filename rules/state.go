@@ -148,7 +148,7 @@ func (m *Manager) Save() error {
 	groups, unclaimed, closed := m.groups, m.restore != nil, m.closed
 	m.mu.Unlock()
 	if unclaimed || closed {
-		return nil // no rules loaded yet: keep what is on disk
+		return nil // no rules loaded yet (keep what is on disk), or closed
 	}
 	m.saveMu.Lock() // after mu: see Manager.saveMu
 	defer m.saveMu.Unlock()
