@@ -91,6 +91,17 @@ func report(t *testing.T, name, did string, lost, dup int, extra ...string) {
 	}
 }
 
+// timed counts failures that depend on wall-clock time (a missed
+// evaluation, a health check slower than 2 s) only at full size, on a
+// machine given to the drills; under go test they are reported, not
+// failed, since a loaded CI machine may be slow without anything lost.
+func timed(n int) int {
+	if full() {
+		return n
+	}
+	return 0
+}
+
 // childEnv is the environment without SEISMO_* variables, which would
 // configure the agent under drill.
 func childEnv() []string {
