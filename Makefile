@@ -7,7 +7,7 @@ LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 # Extra arguments for "make run", e.g. make run ARGS='--config configs/seismo.yml'
 ARGS     ?=
 
-.PHONY: all build test lint fmt-check vet bench bench-peer run demo load clean
+.PHONY: all build test lint fmt-check vet bench bench-peer run demo load drills fuzz clean
 
 all: build
 
@@ -54,6 +54,19 @@ demo: build
 ## (scripts/load.sh; LOAD_DURATION, LOAD_SERIES, ... tune it)
 load:
 	scripts/load.sh
+
+## drills: the chaos drills at full size against bin/seismo (several
+## minutes): kill -9, full and read-only data dir, receiver faults,
+## Alertmanager restart, bad scrape targets, clock jumps, SIGHUP storms.
+## Each prints what it did and what was lost. "make test" runs them small.
+drills:
+	./scripts/drills.sh
+
+## fuzz: run each fuzzer in turn for FUZZTIME (one process: the machine
+## may be shared); the seed corpora under testdata/fuzz run in "make test".
+FUZZTIME ?= 1m
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
 
 clean:
 	rm -rf bin

@@ -372,11 +372,11 @@ func (d *Dispatcher) runGroup(ctx context.Context, ag *aggrGroup) {
 			return
 		case <-ag.kick:
 			if !ag.hasFlushed() {
-				d.flush(ag)
+				d.flush(ctx, ag)
 				timer.Reset(ag.route.GroupInterval)
 			}
 		case <-timer.C:
-			d.flush(ag)
+			d.flush(ctx, ag)
 			timer.Reset(ag.route.GroupInterval)
 		}
 		if d.retireGroup(ag) {
@@ -398,12 +398,19 @@ func (d *Dispatcher) retireGroup(ag *aggrGroup) bool {
 	return true
 }
 
-func (d *Dispatcher) flush(ag *aggrGroup) {
+func (d *Dispatcher) flush(ctx context.Context, ag *aggrGroup) {
 	// Flushes are serialised: reading and updating the notification log is
 	// one step, also when a reload briefly leaves an old group flushing
 	// next to its replacement.
 	d.flushMu.Lock()
 	defer d.flushMu.Unlock()
+	// A group replaced by a reload (or stopped) must not flush: its alerts
+	// are stale, and a firing alert it still holds would be announced
+	// again after its replacement sent the resolve. (select may pick the
+	// timer over a cancelled context.)
+	if ctx.Err() != nil {
+		return
+	}
 	now := d.now()
 	cfg := d.config()
 	all := ag.all()

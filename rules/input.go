@@ -155,6 +155,9 @@ func LoadCSV(st *store.Store, r io.Reader) (LoadStats, error) {
 	return stats, nil
 }
 
+// Unix seconds of 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z.
+const minUnixSeconds, maxUnixSeconds = -62135596800, 253402300799
+
 // parseTime accepts RFC 3339 or Unix seconds (with a fraction).
 func parseTime(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
@@ -164,6 +167,11 @@ func parseTime(s string) (time.Time, error) {
 	f, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return time.Time{}, fmt.Errorf("want RFC 3339 or Unix seconds, got %q", s)
+	}
+	// The years RFC 3339 can write (1 to 9999): a time outside them could
+	// not be written back, and beyond it the milliseconds overflow.
+	if f < minUnixSeconds || f > maxUnixSeconds {
+		return time.Time{}, fmt.Errorf("time %q out of range (years 1 to 9999)", s)
 	}
 	sec, frac := math.Modf(f)
 	return time.Unix(int64(sec), int64(frac*1e9)).UTC(), nil

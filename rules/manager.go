@@ -79,6 +79,11 @@ type Manager struct {
 	runCtx  context.Context
 	loops   map[*groupState]*loop
 	restore *savedState // state read at start, claimed by the first rules loaded
+	// saveMu orders whole saves and per-group alert saves (durable.go), so
+	// that an older snapshot never overwrites a newer alert state. It is
+	// never held while taking mu.
+	saveMu  sync.Mutex
+	trans   transitions
 	started chan struct{}
 	startOK sync.Once
 	closed  bool
@@ -475,6 +480,7 @@ func (m *Manager) runGroup(ctx context.Context, g *groupState) {
 			return
 		}
 		if len(alerts) > 0 {
+			m.saveTransitions(g, alerts)
 			m.opts.Notify(ctx, alerts...)
 		}
 		// Log only when the error changes.
@@ -509,6 +515,7 @@ func (m *Manager) EvalGroups(ctx context.Context, ts time.Time) error {
 	for _, g := range groups {
 		alerts, err := g.eval(ctx, ts)
 		if len(alerts) > 0 {
+			m.saveTransitions(g, alerts)
 			m.opts.Notify(ctx, alerts...)
 		}
 		if err != nil {

@@ -228,7 +228,7 @@ func Parse(opts ParseOptions, name string, content []byte) ([]*Group, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		p.addYAMLError(err)
+		p.addYAMLError(err, content)
 		return nil, p.errs
 	}
 	var second yaml.Node
@@ -262,7 +262,7 @@ func (p *fileParser) errAt(n *yaml.Node, group string, rule int, name, format st
 
 // addYAMLError turns a yaml.v3 syntax error ("yaml: line 3: ...") into a
 // positioned Error.
-func (p *fileParser) addYAMLError(err error) {
+func (p *fileParser) addYAMLError(err error, content []byte) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if strings.HasPrefix(msg, "line ") {
@@ -274,7 +274,13 @@ func (p *fileParser) addYAMLError(err error) {
 			}
 		}
 	}
-	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: 1, Msg: msg})
+	col := 1
+	if line == 0 {
+		// Reader errors (bad UTF-8, control characters, end of stream)
+		// carry no position in yaml.v3: find it.
+		line, col = yamlErrorPos(content, msg)
+	}
+	p.errs = append(p.errs, &Error{File: p.file, Line: line, Col: col, Msg: msg})
 }
 
 func resolve(n *yaml.Node) *yaml.Node {

@@ -145,11 +145,13 @@ func (m *Manager) Save() error {
 		return nil
 	}
 	m.mu.Lock()
-	groups, unclaimed := m.groups, m.restore != nil
+	groups, unclaimed, closed := m.groups, m.restore != nil, m.closed
 	m.mu.Unlock()
-	if unclaimed {
-		return nil // no rules loaded yet: keep what is on disk
+	if unclaimed || closed {
+		return nil // no rules loaded yet (keep what is on disk), or closed
 	}
+	m.saveMu.Lock() // after mu: see Manager.saveMu
+	defer m.saveMu.Unlock()
 	alerts := map[string][]byte{}
 	dets := map[string][]byte{}
 	for _, g := range groups {
@@ -180,12 +182,6 @@ func (m *Manager) Save() error {
 			}
 			rs.mu.Unlock()
 		}
-	}
-	m.mu.Lock()
-	closed := m.closed
-	m.mu.Unlock()
-	if closed {
-		return nil
 	}
 	return m.db.db.Update(func(tx *bolt.Tx) error {
 		for _, bk := range []struct {

@@ -202,6 +202,9 @@ func (tc *unitTestCase) run(ctx context.Context, opts UnitTestOptions, files []s
 	for _, at := range tc.AlertRuleTests {
 		maxEval = max(maxEval, time.Duration(at.EvalTime))
 	}
+	if steps := maxEval / evalInterval; steps >= maxUnitTestSteps {
+		return nil, fmt.Errorf("eval_time %s is %d evaluations of %s, more than %d", model.Duration(maxEval), steps, model.Duration(evalInterval), maxUnitTestSteps)
+	}
 	var problems []string
 	epoch := time.Unix(0, 0).UTC()
 	for ts := time.Duration(0); ts <= maxEval; ts += evalInterval {
@@ -292,6 +295,15 @@ func checkPromQL(ctx context.Context, src *engineSource, epoch time.Time, pt pro
 	return fmt.Sprintf("expr: %q, time: %s,\n    exp:%s\n    got:%s", pt.Expr, pt.EvalTime, listString(exp), listString(got))
 }
 
+// Bounds of a unit test, so that a typo ("1x10000000000", "eval_time: 100y")
+// gets an error instead of exhausting memory or running for hours.
+const (
+	// maxSeriesValues bounds the values one input series expands to.
+	maxSeriesValues = 1_000_000
+	// maxUnitTestSteps bounds the evaluations of one test case.
+	maxUnitTestSteps = 1_000_000
+)
+
 // SeriesValue is one value of an expanded series; Omitted marks `_`.
 type SeriesValue struct {
 	Value   float64
@@ -320,6 +332,9 @@ func ParseSeriesValues(s string) ([]SeriesValue, error) {
 			if err != nil || n < 0 {
 				return nil, fmt.Errorf("bad repetition in %q", tok)
 			}
+		}
+		if len(out)+n+1 > maxSeriesValues {
+			return nil, fmt.Errorf("%q: series longer than %d values", tok, maxSeriesValues)
 		}
 		if base == "_" {
 			if !hasX {

@@ -77,6 +77,7 @@ func (a *Appender) Commit() int {
 			a.s.m.rejectedOOO.Inc()
 		case ReasonDuplicate:
 			a.s.m.rejectedDup.Inc()
+		case reasonRepeat: // already held: neither stored nor rejected
 		}
 		p.s = nil
 	}

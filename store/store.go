@@ -48,6 +48,10 @@ const (
 	ReasonSeriesLimit = "series_limit"
 	ReasonOutOfOrder  = "out_of_order"
 	ReasonDuplicate   = "duplicate"
+	// reasonRepeat marks a sample not stored because the series already
+	// holds it (or a staleness marker at the same instant): not an error,
+	// but not a stored sample either.
+	reasonRepeat = "repeat"
 )
 
 // Options configure a Store.
@@ -356,10 +360,10 @@ func (ms *memSeries) appendSample(t int64, v float64, chunkBytes *atomic.Int64) 
 		return ReasonOutOfOrder, false
 	case t == ms.lastT:
 		if math.Float64bits(v) == math.Float64bits(ms.lastV) {
-			return "", false // the same sample again: nothing to do
+			return reasonRepeat, false // the same sample again: nothing to do
 		}
 		if value.IsStaleNaN(v) || value.IsStaleNaN(ms.lastV) {
-			return "", false // a marker racing a sample at the same instant
+			return reasonRepeat, false // a marker racing a sample at the same instant
 		}
 		return ReasonDuplicate, false
 	}
