@@ -72,10 +72,11 @@ func DefaultBuiltinConfig() BuiltinConfig {
 		Component:  "Service",
 		ErrorRatio: 0.05,
 		RateWindow: time.Minute,
-		// A limiter reset every few minutes leaves lulls of a minute or
-		// two; five minutes is a common keep_firing_for in Prometheus
-		// rule files for the same reason.
-		KeepFiringFor: 5 * time.Minute,
+		// Lulls of a minute or two between waves of one incident (a
+		// limiter reset, instances flapping in and out of the load
+		// balancer) are bridged; the storm and surge detectors hold on
+		// their own too (resolve_after), so this is added to theirs.
+		KeepFiringFor: 2 * time.Minute,
 		Metrics: BuiltinMetrics{
 			Requests:       "http_requests_total",
 			DurationBucket: "http_request_duration_seconds_bucket",
