@@ -27,8 +27,10 @@ func replayShape(t *testing.T, shape string, start time.Time) (*ReplayResult, ti
 	require.NoError(t, err)
 	stats, err := LoadOpenMetrics(st, rec)
 	require.NoError(t, err)
+	// An hour of normal traffic is two baseline time constants and eight
+	// warm-ups: enough, and it keeps the replay short under -race.
 	res, err := Replay(context.Background(), ReplayOptions{
-		Config: DefaultConfig(), Source: newEngineSource(st), Start: stats.Start, End: stats.End,
+		Config: DefaultConfig(), Source: newEngineSource(st), Start: onset.Add(-time.Hour), End: stats.End,
 	})
 	require.NoError(t, err)
 	return res, onset
