@@ -3,6 +3,8 @@ package rules
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -110,6 +112,16 @@ func TestSuppressedBy(t *testing.T) {
 				}
 				require.Equal(t, st.effect, effect, "step %d", i)
 				require.Equal(t, st.suppressed, suppressed, "step %d", i)
+				if st.suppressed != "" {
+					// The API shows the alert and its cause, as Alertmanager
+					// shows an inhibited alert.
+					w := httptest.NewRecorder()
+					m.AlertsHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/v1/alerts", nil))
+					require.Contains(t, w.Body.String(), `"suppressedBy":"Cause"`, "step %d", i)
+					w = httptest.NewRecorder()
+					m.RulesHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/v1/rules", nil))
+					require.Contains(t, w.Body.String(), `"suppressedBy":["Cause"]`, "step %d", i)
+				}
 			}
 			for _, tr := range rec.transitions {
 				if tr.Rule == "Effect" && tr.To == model.StateFiring {
