@@ -81,7 +81,7 @@ type ruleState struct {
 	// warmed is set once a warm start was tried.
 	warmed bool
 	// causes are the pending or firing alerts of the rules named in
-	// suppressed_by, gathered at the start of each evaluation.
+	// suppressed_by, gathered at the start of each evaluation; under mu.
 	causes []cause
 }
 
@@ -172,7 +172,10 @@ func (rs *ruleState) queryTime(ts time.Time) time.Time { return ts.Add(-rs.group
 func (rs *ruleState) eval(ctx context.Context, ts time.Time) ([]*model.Alert, error) {
 	r := rs.rule
 	env := rs.group.env
-	rs.causes = rs.gatherCauses()
+	causes := rs.gatherCauses() // locks the causes' rules, one at a time
+	rs.mu.Lock()
+	rs.causes = causes
+	rs.mu.Unlock()
 	switch {
 	case r.Type == TypeRecording:
 		vec, err := env.source.Instant(ctx, r.Expr, rs.queryTime(ts))
