@@ -46,6 +46,7 @@ type recState struct {
 	probeOK     bool
 	capacityRPS float64
 	hotK        float64 // traffic multiple of the limitOnly client
+	heavyShare  float64 // share of client c0's requests limited (its quota)
 }
 
 func normalState() recState {
@@ -173,13 +174,33 @@ func outageState(shape string, d time.Duration) recState {
 // genRecording writes an OpenMetrics recording of shape ("normal",
 // "saturation", "storm", "surge") and returns it with the onset time.
 func genRecording(shape string, start time.Time) ([]byte, time.Time) {
-	rng := rand.New(rand.NewPCG(1, uint64(len(shape))))
 	onset := start.Add(recNormal)
 	out, tail := recSpan(shape)
 	end := onset.Add(out + tail)
 	if shape == "normal" {
 		onset = time.Time{}
 	}
+	return genStates(uint64(len(shape)), start, end, func(ts time.Time) recState {
+		if onset.IsZero() {
+			return normalState()
+		}
+		return outageState(shape, ts.Sub(onset))
+	}), onset
+}
+
+// genStates writes an OpenMetrics recording from start to end, one scrape
+// every recStep, of the service in the state stateAt returns.
+func genStates(seed uint64, start, end time.Time, stateAt func(time.Time) recState) []byte {
+	var out []byte
+	genStatesTo(seed, start, end, stateAt, 0, func(b []byte) { out = append(out, b...) })
+	return out
+}
+
+// genStatesTo is genStates handing the text to flush in pieces of about
+// chunk bytes (0: one piece), each a whole number of scrapes; only the
+// last ends with "# EOF".
+func genStatesTo(seed uint64, start, end time.Time, stateAt func(time.Time) recState, chunk int, flush func([]byte)) {
+	rng := rand.New(rand.NewPCG(1, seed))
 	type key struct{ route, code, client string }
 	reqs := map[key]float64{}
 	buckets := map[string][]float64{}
@@ -191,10 +212,7 @@ func genRecording(shape string, start time.Time) ([]byte, time.Time) {
 	}
 	var series []line
 	for ts := start; !ts.After(end); ts = ts.Add(recStep) {
-		s := normalState()
-		if !onset.IsZero() {
-			s = outageState(shape, ts.Sub(onset))
-		}
+		s := stateAt(ts)
 		dt := recStep.Seconds()
 		total, limited := 0.0, 0.0
 		for c := range recClients {
@@ -214,6 +232,9 @@ func genRecording(shape string, start time.Time) ([]byte, time.Time) {
 				lim := n * s.limitShare
 				if s.limitOnly != "" && client != s.limitOnly {
 					lim = n * normalState().limitShare
+				}
+				if s.limitOnly == "" && s.heavyShare > 0 && client == "c0" {
+					lim = n * s.heavyShare
 				}
 				errs := (n - lim) * s.errShare
 				limited += lim
@@ -272,9 +293,13 @@ func genRecording(shape string, start time.Time) ([]byte, time.Time) {
 		for _, l := range series {
 			fmt.Fprintf(&b, "%s %g %d.%03d\n", l.name, l.val, ts.Unix(), ts.Nanosecond()/1e6)
 		}
+		if chunk > 0 && b.Len() >= chunk {
+			flush(b.Bytes())
+			b.Reset()
+		}
 	}
 	b.WriteString("# EOF\n")
-	return b.Bytes(), onset
+	flush(b.Bytes())
 }
 
 // TestBuiltinPackScenarios replays the built-in pack over each outage shape:
