@@ -202,7 +202,7 @@ func TestBuiltinPackDiurnal(t *testing.T) {
 		}
 	}
 	t.Logf("%v to %v: %d samples, %d evaluations; firing transitions by rule (info included): %v; pages: %d",
-		start.Format("Mon 15:04"), end.Format("Mon 15:04"), samples, res.Evaluations, fired, len(ps))
+		start.Format("Mon 2 Jan 15:04"), end.Format("Mon 2 Jan 15:04"), samples, res.Evaluations, fired, len(ps))
 	require.Empty(t, ps, "pages on an ordinary day: %s", describe(ps, start))
 
 	// The quiet is earned: the look-alikes are in the data.

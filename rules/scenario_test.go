@@ -197,8 +197,8 @@ func genStates(seed uint64, start, end time.Time, stateAt func(time.Time) recSta
 }
 
 // genStatesTo is genStates handing the text to flush in pieces of about
-// chunk bytes (0: one piece), each a whole number of scrapes; only the
-// last ends with "# EOF".
+// chunk bytes (0: one piece), each a whole number of scrapes ending with
+// "# EOF", so each loads on its own.
 func genStatesTo(seed uint64, start, end time.Time, stateAt func(time.Time) recState, chunk int, flush func([]byte)) {
 	rng := rand.New(rand.NewPCG(1, seed))
 	type key struct{ route, code, client string }
@@ -294,6 +294,7 @@ func genStatesTo(seed uint64, start, end time.Time, stateAt func(time.Time) recS
 			fmt.Fprintf(&b, "%s %g %d.%03d\n", l.name, l.val, ts.Unix(), ts.Nanosecond()/1e6)
 		}
 		if chunk > 0 && b.Len() >= chunk {
+			b.WriteString("# EOF\n")
 			flush(b.Bytes())
 			b.Reset()
 		}
