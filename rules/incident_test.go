@@ -38,12 +38,13 @@ func replayShape(t *testing.T, shape string, start time.Time) (*ReplayResult, ti
 	return res, onset
 }
 
-// pages are the firing transitions a receiver is sent: those of alerts not
-// suppressed by a firing cause.
+// pages are the firing transitions that page: alerts of severity page not
+// suppressed by a firing cause (informational alerts, such as
+// HostCPUAnomaly rising with a surge's load, tell but do not page).
 func pages(res *ReplayResult) []Transition {
 	var out []Transition
 	for _, tr := range res.Transitions {
-		if tr.To == model.StateFiring && tr.SuppressedBy == "" {
+		if tr.To == model.StateFiring && tr.SuppressedBy == "" && tr.Labels.Get("severity") == "page" {
 			out = append(out, tr)
 		}
 	}
