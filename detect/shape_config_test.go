@@ -17,7 +17,7 @@ func TestShapeKindsRegistered(t *testing.T) {
 	}{
 		{"decoupling", []string{"symptom*", "resource*", "traffic"}},
 		{"storm", []string{"requests*[]", "limited*[]"}},
-		{"surge", []string{"requests*", "latency", "queue", "errors", "health[]"}},
+		{"surge", []string{"requests*", "latency", "queue", "in_flight", "errors", "health[]"}},
 		{"error_rate", []string{"errors*", "requests*"}},
 	}
 	for _, tt := range tests {

@@ -122,7 +122,11 @@ type Storm struct {
 
 	share, reqs shapeBaseline
 	shapeLatch
-	broad    bool // classification of the last jump sample
+	broad bool // classification of the last jump sample
+	// paged remembers that this episode has paged as a broad storm: the
+	// edges of its waves, where only some clients are limited yet, do not
+	// turn it back into information until the episode resolves.
+	paged    bool
 	jump     shapeStormStats
 	jumpAt   int64 // ts of the last jump sample
 	jumpTop  [3]shapeKeyed
@@ -257,8 +261,13 @@ func (s *Storm) Observe(ts int64, in Inputs) Result {
 	cond := warm && z >= c.Sigmas && share-s.share.mean >= c.MinShare
 	if cond {
 		concentrated := st.affected <= c.ConcentratedClients && st.active > c.ConcentratedClients
-		s.broad = !concentrated && float64(st.affected) >= c.Breadth*float64(st.active)
-		s.jump, s.jumpAt, s.jumpTop = st, ts, s.shapeTop
+		broad := !concentrated && float64(st.affected) >= c.Breadth*float64(st.active)
+		// Within an episode that paged, a narrower sample (a wave rising
+		// or ebbing) is the same storm: keep describing its broad peak.
+		if broad || !s.paged {
+			s.broad = broad
+			s.jump, s.jumpAt, s.jumpTop = st, ts, s.shapeTop
+		}
 	}
 
 	// The verdict's band is in the unit of the first signal, requests (the
@@ -287,7 +296,10 @@ func (s *Storm) Observe(ts int64, in Inputs) Result {
 		}
 		r.State = StateAnomalous
 		r.Informational = !s.broad
+		s.paged = s.paged || s.broad
 		r.Explanation = s.explain(ts, &st, r.Score)
+	} else {
+		s.paged = false
 	}
 	s.wasCond = cond
 	if s.learning(ts, c.RelearnAfter) {
@@ -391,6 +403,7 @@ func (s *Storm) MarshalBinary() ([]byte, error) {
 	s.reqs.encode(w)
 	s.shapeLatch.encode(w)
 	w.bool(s.broad)
+	w.bool(s.paged)
 	for _, v := range []float64{s.jump.req, s.jump.lim, s.jump.hhi} {
 		w.f64(v)
 	}
@@ -424,6 +437,7 @@ func (s *Storm) UnmarshalBinary(b []byte) error {
 	n.reqs.decode(r)
 	n.shapeLatch.decode(r)
 	n.broad = r.bool()
+	n.paged = r.bool()
 	n.jump.req, n.jump.lim, n.jump.hhi = r.f64(), r.f64(), r.f64()
 	n.jump.active = int(r.i64())
 	n.jump.affected = int(r.i64())

@@ -13,11 +13,16 @@ func init() {
 	register(Kind{
 		Name: "surge",
 		Doc: "Fires when the request rate steps up by a factor within minutes and " +
-			"saturation follows: latency or queue up, 5xx share up, health checks failing.",
+			"saturation follows: latency, queue or time in flight up, 5xx share up, health " +
+			"checks failing. A fast rise that has already filled the queue or the in-flight " +
+			"requests pages before the rate reaches the factor.",
 		Signals: []SignalSpec{
 			{Name: "requests", Required: true, Doc: "request rate"},
 			{Name: "latency", Doc: "a latency quantile in seconds, e.g. p99"},
-			{Name: "queue", Doc: "queue length or in-flight requests"},
+			{Name: "queue", Doc: "queue length (requests waiting for a worker)"},
+			{Name: "in_flight", Doc: "requests in flight, a gauge; judged per request " +
+				"(in-flight / request rate is the mean time in the service, by Little's law), " +
+				"so traffic that grows in proportion does not count"},
 			{Name: "errors", Doc: "5xx rate, in the same unit as requests"},
 			{Name: "health", PerKey: true, Doc: "per instance health in [0, 1] (up, probe_success); " +
 				"or a scalar fraction healthy, or a scalar count of healthy instances"},
@@ -129,9 +134,14 @@ const (
 const shapeNever = math.MinInt64
 
 // Surge detects a traffic surge followed by saturation. A surge starts when
-// the request rate reaches Factor × its baseline having been below a quarter
+// the request rate reaches Factor × its baseline having been below a tenth
 // of the way there at most Ramp earlier; it lasts while the rate stays above
-// Factor/2 or saturation persists. During a surge every baseline is frozen,
+// Factor/2 or saturation persists. A windowed rate trails a step by up to
+// its window, while queue length and in-flight requests are gauges that
+// show saturation at once; so a surge also starts early, at a quarter of
+// the way to Factor, when the rate is climbing at least as fast as one that
+// reaches Factor within Ramp and the queue or the time in flight is
+// already saturated. During a surge every baseline is frozen,
 // and the first time each saturation sign appears is recorded so the
 // explanation can give the sequence with timings. A surge without saturation
 // is informational.
@@ -139,6 +149,9 @@ type Surge struct {
 	cfg SurgeConfig
 
 	reqs, lat, queue, errShare, healthFrac, healthTotal shapeBaseline
+	// flight is the log of the mean time in the service, in-flight
+	// requests over the request rate (Little's law).
+	flight shapeBaseline
 	shapeLatch
 	healthCount bool // scalar health values above 1 were seen: it is a count
 
@@ -150,6 +163,7 @@ type Surge struct {
 	peak     float64
 	latAt    int64
 	queueAt  int64
+	flightAt int64
 	errAt    int64
 	healthAt int64
 
@@ -162,8 +176,9 @@ var _ Composite = (*Surge)(nil)
 // shapeSurgeObs is one instant's inputs and derived figures.
 type shapeSurgeObs struct {
 	req, lat, queue, errShare, healthy, total, frac float64
-	okLat, okQueue, okErr, okHealth                 bool
-	satLat, satQueue, satErr, satHealth             bool
+	inFlight, flight                                float64 // in-flight requests, and per request rate (s)
+	okLat, okQueue, okFlight, okErr, okHealth       bool
+	satLat, satQueue, satFlight, satErr, satHealth  bool
 }
 
 // health reads the health signal: per-instance values in [0, 1], or a
@@ -209,9 +224,17 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 	step := s.tick(ts)
 	if s.reqs.n == 0 {
 		s.lowAt, s.surgeAt, s.latAt, s.queueAt, s.errAt, s.healthAt = ts, shapeNever, shapeNever, shapeNever, shapeNever, shapeNever
+		s.flightAt = shapeNever
 	}
 	o.lat, o.okLat = shapeScalar(in["latency"])
 	o.queue, o.okQueue = shapeScalar(in["queue"])
+	o.inFlight, o.okFlight = shapeScalar(in["in_flight"])
+	if o.okFlight {
+		o.okFlight = o.req > 0
+		if o.okFlight {
+			o.flight = math.Max(0, o.inFlight) / o.req
+		}
+	}
 	var errs float64
 	errs, o.okErr = shapeScalar(in["errors"])
 	if o.okErr {
@@ -242,14 +265,23 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 		shapeLogZ(&s.lat, o.lat, shapeLatOff) >= c.Sigmas && shapeLogRatio(&s.lat, o.lat, shapeLatOff) >= c.LatencyRatio
 	o.satQueue = o.okQueue && s.queue.n >= int64(c.WarmUp) &&
 		shapeLogZ(&s.queue, o.queue, shapeQueueOff) >= c.Sigmas && shapeLogRatio(&s.queue, o.queue, shapeQueueOff) >= c.LatencyRatio
+	o.satFlight = o.okFlight && s.flight.n >= int64(c.WarmUp) &&
+		shapeLogZ(&s.flight, o.flight, shapeLatOff) >= c.Sigmas && shapeLogRatio(&s.flight, o.flight, shapeLatOff) >= c.LatencyRatio
 	o.satErr = o.okErr && s.errShare.n >= int64(c.WarmUp) &&
 		o.errShare >= c.ErrorShare && o.errShare >= s.errShare.mean+c.ErrorShare/2
 	o.satHealth = o.okHealth && s.healthFrac.n >= int64(c.WarmUp) && o.frac <= s.healthFrac.mean-c.HealthDrop
-	sat := o.satLat || o.satQueue || o.satErr || o.satHealth
+	sat := o.satLat || o.satQueue || o.satFlight || o.satErr || o.satHealth
 
-	if warm && !s.surging && ratio >= c.Factor && o.req >= c.MinRequests && ts-s.lowAt <= c.Ramp.Milliseconds() {
+	// A surge: Factor reached within Ramp; or, early, a quarter of the way
+	// there at least as fast (the same slope), with work already piling
+	// up in the queue or in flight.
+	early := 1 + (c.Factor-1)/4
+	fast := float64(ts-s.lowAt) <= float64(c.Ramp.Milliseconds())*(early-low)/(c.Factor-low)
+	if warm && !s.surging && o.req >= c.MinRequests &&
+		((ratio >= c.Factor && ts-s.lowAt <= c.Ramp.Milliseconds()) ||
+			(ratio >= early && fast && (o.satQueue || o.satFlight))) {
 		s.surging, s.surgeAt, s.riseMS, s.peak, s.paged = true, ts, ts-s.lowAt, ratio, false
-		s.latAt, s.queueAt, s.errAt, s.healthAt = shapeNever, shapeNever, shapeNever, shapeNever
+		s.latAt, s.queueAt, s.flightAt, s.errAt, s.healthAt = shapeNever, shapeNever, shapeNever, shapeNever, shapeNever
 	}
 	if s.surging {
 		s.peak = math.Max(s.peak, ratio)
@@ -260,6 +292,7 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 		}
 		mark(&s.latAt, o.satLat)
 		mark(&s.queueAt, o.satQueue)
+		mark(&s.flightAt, o.satFlight)
 		mark(&s.errAt, o.satErr)
 		mark(&s.healthAt, o.satHealth)
 	}
@@ -287,7 +320,7 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 		if wasFiring {
 			// A page just resolved: the next saturation in this surge gets
 			// its own sequence of timings.
-			s.latAt, s.queueAt, s.errAt, s.healthAt = shapeNever, shapeNever, shapeNever, shapeNever
+			s.latAt, s.queueAt, s.flightAt, s.errAt, s.healthAt = shapeNever, shapeNever, shapeNever, shapeNever, shapeNever
 		}
 		r.State = StateAnomalous
 		r.Informational = true
@@ -314,6 +347,9 @@ func (s *Surge) learn(step int64, o *shapeSurgeObs) {
 	}
 	if o.okQueue {
 		s.queue.update(step, shapeLog(o.queue, shapeQueueOff), c.Baseline, c.Sigmas, 0, shapeLogFloor, c.WarmUp)
+	}
+	if o.okFlight {
+		s.flight.update(step, shapeLog(o.flight, shapeLatOff), c.Baseline, c.Sigmas, 0, shapeLogFloor, c.WarmUp)
 	}
 	if o.okErr {
 		s.errShare.update(step, o.errShare, c.Baseline, c.Sigmas, 0, shapeShareFloor, c.WarmUp)
@@ -358,6 +394,15 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 			signs = append(signs, "queue "+shapeNum(o.queue)+" (normal "+shapeNum(shapeLogExpected(&s.queue, shapeQueueOff))+", "+at(s.queueAt)+")")
 		} else if s.queueAt != shapeNever {
 			cleared = append(cleared, "queue")
+		}
+	}
+	if o.okFlight {
+		x.Signals = append(x.Signals, shapeLogSignal("time_in_flight", "s", o.flight, &s.flight, c.Sigmas, shapeLatOff))
+		if o.satFlight && s.flightAt != shapeNever {
+			signs = append(signs, shapeNum(o.inFlight)+" requests in flight ("+shapeVal(o.flight, "s")+" per request, normal "+
+				shapeVal(shapeLogExpected(&s.flight, shapeLatOff), "s")+", "+at(s.flightAt)+")")
+		} else if s.flightAt != shapeNever {
+			cleared = append(cleared, "in-flight requests")
 		}
 	}
 	if o.okErr {
@@ -431,7 +476,7 @@ func (c *SurgeConfig) fields() []configField {
 func (s *Surge) MarshalBinary() ([]byte, error) {
 	w := newEncoder("surge", 512)
 	encodeConfig(w, s.cfg.fields())
-	for _, b := range []*shapeBaseline{&s.reqs, &s.lat, &s.queue, &s.errShare, &s.healthFrac, &s.healthTotal} {
+	for _, b := range []*shapeBaseline{&s.reqs, &s.lat, &s.queue, &s.errShare, &s.healthFrac, &s.healthTotal, &s.flight} {
 		b.encode(w)
 	}
 	s.shapeLatch.encode(w)
@@ -442,7 +487,7 @@ func (s *Surge) MarshalBinary() ([]byte, error) {
 	w.i64(s.surgeAt)
 	w.i64(s.riseMS)
 	w.f64(s.peak)
-	for _, t := range []int64{s.latAt, s.queueAt, s.errAt, s.healthAt} {
+	for _, t := range []int64{s.latAt, s.queueAt, s.flightAt, s.errAt, s.healthAt} {
 		w.i64(t)
 	}
 	w.i64(int64(s.carried))
@@ -461,7 +506,7 @@ func (s *Surge) UnmarshalBinary(b []byte) error {
 	}
 	checkConfig(r, s.cfg.fields())
 	n := Surge{cfg: s.cfg}
-	for _, b := range []*shapeBaseline{&n.reqs, &n.lat, &n.queue, &n.errShare, &n.healthFrac, &n.healthTotal} {
+	for _, b := range []*shapeBaseline{&n.reqs, &n.lat, &n.queue, &n.errShare, &n.healthFrac, &n.healthTotal, &n.flight} {
 		b.decode(r)
 	}
 	n.shapeLatch.decode(r)
@@ -472,7 +517,7 @@ func (s *Surge) UnmarshalBinary(b []byte) error {
 	n.surgeAt = r.i64()
 	n.riseMS = r.i64()
 	n.peak = r.f64()
-	for _, t := range []*int64{&n.latAt, &n.queueAt, &n.errAt, &n.healthAt} {
+	for _, t := range []*int64{&n.latAt, &n.queueAt, &n.flightAt, &n.errAt, &n.healthAt} {
 		*t = r.i64()
 	}
 	n.carried = int(r.i64())

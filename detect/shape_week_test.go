@@ -68,6 +68,11 @@ type shapeWorld struct {
 	// lag is how many samples after the incident start its detectable
 	// onset is (a surge's saturation follows the traffic step).
 	lag int
+	// incLen is the incident's length in samples (shapeIncidentLen when 0).
+	incLen int
+	// maxDelay is the longest detection delay allowed, in samples after
+	// lag (2 when 0).
+	maxDelay int
 	// newGen returns a fresh generator (some carry state from sample to
 	// sample, such as autocorrelated noise).
 	newGen func() func(rng *rand.Rand, i, inc int) Inputs
@@ -118,26 +123,73 @@ func shapeWorlds() []shapeWorld {
 		}},
 		{kind: "surge", lag: 3, newGen: func() func(rng *rand.Rand, i, inc int) Inputs {
 			return func(rng *rand.Rand, i, inc int) Inputs {
-				load := shapeLoad(i)
-				req := 1000 * load * (1 + 0.03*rng.NormFloat64())
-				lat := 0.2 * (1 + 0.3*load) * shapeLogNormal(rng, 0.08)
-				errs := shapePoisson(rng, req*10*0.002) / 10
-				health := make([]Sample, 8)
-				for h := range health {
-					health[h] = Sample{Key: "i" + strconv.Itoa(h), Value: 1}
-				}
-				if shapeDeploy(i) {
-					lat *= 2.5
-					health[7].Value = 0
-				}
+				w := shapeSurgeWorld(rng, i)
 				if inc >= 0 {
-					req *= 5
+					w.req *= 5
+					w.flight *= 5
 					if inc >= 3 {
-						lat *= 4
-						errs = req * 0.3
+						w.lat *= 4
+						w.errs = w.req * 0.3
 					}
 				}
-				return Inputs{"requests": {{Value: req}}, "latency": {{Value: lat}}, "errors": {{Value: errs}}, "health": health}
+				return w.inputs()
+			}
+		}},
+		// The exchange's surge: 5x over four minutes on a service whose
+		// capacity is 2x; past capacity, work piles up in the queue and in
+		// flight at once, the p99 and 5xx follow.
+		// Paged within 60 s of traffic passing capacity.
+		{kind: "surge", config: "ramp", lag: 6, maxDelay: 6, newGen: func() func(rng *rand.Rand, i, inc int) Inputs {
+			return func(rng *rand.Rand, i, inc int) Inputs {
+				w := shapeSurgeWorld(rng, i)
+				if inc >= 0 {
+					k := 1 + 4*math.Min(float64(inc)/24, 1)
+					w.req *= k
+					w.flight *= k
+					if k > 2 {
+						over := (k - 2) / k
+						sat := math.Min(float64(inc-6)/6, 1)
+						w.queue += 200 * over * sat
+						w.flight += 200 * over * sat
+						if inc >= 12 {
+							w.lat *= 1 + 10*over
+							w.errs = w.req * 0.6 * over
+						}
+					}
+				}
+				return w.inputs()
+			}
+		}},
+		// A storm at half intensity in waves: the limiter's state is
+		// cleared every 200 s, and each wave rises and ebbs over a minute
+		// (a rate window), so its edges limit only some clients.
+		{kind: "storm", config: "sawtooth", incLen: 120, newGen: func() func(rng *rand.Rand, i, inc int) Inputs {
+			return func(rng *rand.Rand, i, inc int) Inputs {
+				const clients = 20
+				load := shapeLoad(i)
+				reqs := make([]Sample, clients)
+				lim := make([]Sample, clients)
+				level := 0.0
+				if inc >= 0 {
+					ph := inc % 20 // 200 s period: 120 s limited, 80 s through
+					switch {
+					case ph < 6:
+						level = float64(ph+1) / 6
+					case ph < 12:
+						level = 1
+					case ph < 18:
+						level = float64(18-ph) / 6
+					}
+				}
+				for c := range clients {
+					key := "client-" + strconv.Itoa(c)
+					r := math.Max(0.01, 100*load/float64(c+1)*(1+0.1*rng.NormFloat64()))
+					l := r * 0.002 * math.Abs(rng.NormFloat64())
+					l = math.Max(l, r*0.425*level*(1+0.1*rng.NormFloat64()))
+					reqs[c] = Sample{Key: key, Value: r}
+					lim[c] = Sample{Key: key, Value: math.Min(l, r)}
+				}
+				return Inputs{"requests": reqs, "limited": lim}
 			}
 		}},
 		{kind: "error_rate", config: "count", newGen: func() func(rng *rand.Rand, i, inc int) Inputs {
@@ -156,6 +208,55 @@ func shapeWorlds() []shapeWorld {
 			}
 		}},
 	}
+}
+
+// shapeSurgeSample is one instant of the surge worlds' service.
+type shapeSurgeSample struct {
+	req, lat, queue, flight, errs float64
+	health                        []Sample
+}
+
+func (w *shapeSurgeSample) inputs() Inputs {
+	return Inputs{"requests": {{Value: w.req}}, "latency": {{Value: w.lat}}, "queue": {{Value: w.queue}},
+		"in_flight": {{Value: w.flight}}, "errors": {{Value: w.errs}}, "health": w.health}
+}
+
+// shapeSurgeWorld is the surge worlds' normal service at sample i, with
+// its daily look-alikes: a deploy blip at 11:00; at 09:00 ten minutes of
+// proportional overload (traffic 2.5x within a minute on a service with
+// room for it: in-flight rises with traffic, the p99 by 15 %); at 14:00
+// ten minutes of one abusive client adding 3x the traffic in requests that
+// are rate limited at once (cheap 429s: nothing queues or stays in flight).
+func shapeSurgeWorld(rng *rand.Rand, i int) shapeSurgeSample {
+	load := shapeLoad(i)
+	w := shapeSurgeSample{
+		req:   1000 * load * (1 + 0.03*rng.NormFloat64()),
+		lat:   0.2 * (1 + 0.3*load) * shapeLogNormal(rng, 0.08),
+		queue: shapePoisson(rng, 2*load),
+	}
+	// Little's law: in flight = rate × mean time in the service.
+	w.flight = w.req * w.lat / 2 * shapeLogNormal(rng, 0.05)
+	w.errs = shapePoisson(rng, w.req*10*0.002) / 10
+	w.health = make([]Sample, 8)
+	for h := range w.health {
+		w.health[h] = Sample{Key: "i" + strconv.Itoa(h), Value: 1}
+	}
+	if shapeDeploy(i) {
+		w.lat *= 2.5
+		w.flight *= 2.5
+		w.health[7].Value = 0
+	}
+	day := i % shapeDaySamples
+	if d := day - shapeDaySamples*9/24; d >= 0 && d < 60 {
+		k := 1 + 1.5*math.Min(float64(d)/6, 1)
+		w.req *= k
+		w.lat *= 1 + 0.1*(k-1)
+		w.flight *= k * (1 + 0.1*(k-1))
+	}
+	if d := day - shapeDaySamples*14/24; d >= 0 && d < 60 {
+		w.req *= 4
+	}
+	return w
 }
 
 func (w shapeWorld) detector(t testing.TB) Composite {
@@ -179,6 +280,9 @@ type shapeWeekFigures struct {
 	delays            []int
 	missed            int
 	incidentFalse     int
+	// repages counts pages after the first within one incident: an alert
+	// storm instead of one incident.
+	repages int
 }
 
 func (w shapeWorld) simulate(t testing.TB, incidents bool) shapeWeekFigures {
@@ -189,12 +293,16 @@ func (w shapeWorld) simulate(t testing.TB, incidents bool) shapeWeekFigures {
 	next, inc := 0, -1
 	firstPage := -1
 	prevPage, prevInfo := false, false
+	incLen := w.incLen
+	if incLen == 0 {
+		incLen = shapeIncidentLen
+	}
 	for i := range shapeWeekSamples {
 		if incidents && next < 12 && i == shapeIncidentStart(next) {
 			inc, firstPage = 0, -1
 		}
 		genInc := inc
-		if inc >= shapeIncidentLen {
+		if inc >= incLen {
 			genInc = -1 // the incident is over; its window stays open below
 		}
 		r := d.Observe(int64(i)*10_000, gen(rng, i, genInc))
@@ -205,10 +313,11 @@ func (w shapeWorld) simulate(t testing.TB, incidents bool) shapeWeekFigures {
 		}
 		if page && !prevPage {
 			switch {
-			case inc >= 0 && firstPage < 0 && inc < shapeIncidentLen:
+			case inc >= 0 && firstPage < 0 && inc < incLen:
 				firstPage = i
 				f.delays = append(f.delays, inc-w.lag)
 			case inc >= 0:
+				f.repages++
 			case incidents:
 				f.incidentFalse++
 			default:
@@ -220,7 +329,7 @@ func (w shapeWorld) simulate(t testing.TB, incidents bool) shapeWeekFigures {
 			inc++
 			// Keep the incident window open for a while after it ends, so a
 			// page held through resolve_after is not counted as false.
-			if inc == shapeIncidentLen+60 {
+			if inc == incLen+60 {
 				if firstPage < 0 {
 					f.missed++
 				}
@@ -234,19 +343,29 @@ func (w shapeWorld) simulate(t testing.TB, incidents bool) shapeWeekFigures {
 
 func TestShapeWeek(t *testing.T) {
 	for _, w := range shapeWorlds() {
-		t.Run(w.kind, func(t *testing.T) {
+		name := w.kind
+		if w.config != "" && w.config != "count" {
+			name += "-" + w.config
+		}
+		t.Run(name, func(t *testing.T) {
 			clean := w.simulate(t, false)
 			t.Logf("%s: clean week of %d samples: %d false pages, %d informational episodes",
-				w.kind, shapeWeekSamples, clean.falsePages, clean.infos)
+				name, shapeWeekSamples, clean.falsePages, clean.infos)
 			require.Zero(t, clean.falsePages, "false pages over a clean week")
 
 			hit := w.simulate(t, true)
 			slices.Sort(hit.delays)
-			t.Logf("%s: 12 incidents: delays in samples %v (max %d), missed %d, false pages between incidents %d",
-				w.kind, hit.delays, slices.Max(append([]int{-1}, hit.delays...)), hit.missed, hit.incidentFalse)
+			t.Logf("%s: 12 incidents: delays in samples %v (max %d), missed %d, false pages between incidents %d, repeated pages within incidents %d",
+				name, hit.delays, slices.Max(append([]int{-1}, hit.delays...)), hit.missed, hit.incidentFalse, hit.repages)
 			require.Zero(t, hit.missed, "missed incidents")
+			require.Zero(t, hit.repages, "one incident, one page")
+			require.Zero(t, hit.incidentFalse, "false pages between incidents")
 			require.Len(t, hit.delays, 12)
-			require.LessOrEqual(t, slices.Max(hit.delays), 2, "detection delay in samples")
+			maxDelay := w.maxDelay
+			if maxDelay == 0 {
+				maxDelay = 2
+			}
+			require.LessOrEqual(t, slices.Max(hit.delays), maxDelay, "detection delay in samples")
 			require.GreaterOrEqual(t, slices.Min(hit.delays), 0, "paged before the onset")
 		})
 	}

@@ -40,6 +40,9 @@ type alertState struct {
 	Flapping    bool        `json:"flapping,omitempty"`
 	// FlapSent is set once the single flapping notice went out.
 	FlapSent bool `json:"flapSent,omitempty"`
+	// SuppressedBy names the rule whose alert suppresses this one in its
+	// current episode; a suppressed alert is never sent.
+	SuppressedBy string `json:"suppressedBy,omitempty"`
 
 	Verdict     detect.Verdict     `json:"verdict"`
 	Explanation *model.Explanation `json:"explanation,omitempty"`
@@ -149,6 +152,9 @@ func (a *alertState) updateFlapping(ts time.Time, lc Lifecycle) {
 
 // needsSending reports whether the alert goes to the notifier at ts.
 func (a *alertState) needsSending(ts time.Time, lc Lifecycle) bool {
+	if a.SuppressedBy != "" {
+		return false
+	}
 	if a.Flapping {
 		return !a.FlapSent || !a.LastSentAt.Add(lc.ResendDelay).After(ts)
 	}

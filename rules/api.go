@@ -40,6 +40,7 @@ type apiAlert struct {
 	KeepFiringSince *time.Time         `json:"keepFiringSince,omitempty"`
 	Value           string             `json:"value"`
 	Flapping        bool               `json:"flapping,omitempty"`
+	SuppressedBy    string             `json:"suppressedBy,omitempty"`
 	Score           *float64           `json:"score,omitempty"`
 	Expected        *float64           `json:"expected,omitempty"`
 	Band            *apiBand           `json:"band,omitempty"`
@@ -65,6 +66,7 @@ type apiRule struct {
 	Query          string            `json:"query"`
 	Duration       float64           `json:"duration,omitempty"`
 	KeepFiringFor  float64           `json:"keepFiringFor,omitempty"`
+	SuppressedBy   []string          `json:"suppressedBy,omitempty"`
 	Labels         map[string]string `json:"labels"`
 	Annotations    map[string]string `json:"annotations,omitempty"`
 	Alerts         []apiAlert        `json:"alerts,omitempty"`
@@ -133,6 +135,7 @@ func (rs *ruleState) apiAlerts() []apiAlert {
 			KeepFiringSince: timePtr(a.KeepFiringSince),
 			Value:           strconv.FormatFloat(a.Value, 'e', -1, 64),
 			Flapping:        a.Flapping,
+			SuppressedBy:    a.SuppressedBy,
 			Explanation:     a.Explanation,
 			Draft:           rs.rule.Draft,
 		}
@@ -191,6 +194,7 @@ func (rs *ruleState) api() apiRule {
 	ar.Type = "alerting"
 	ar.Duration = r.For.Seconds()
 	ar.KeepFiringFor = r.KeepFiringFor.Seconds()
+	ar.SuppressedBy = r.SuppressedBy
 	ar.Annotations = r.Annotations.Map()
 	ar.Alerts = rs.apiAlerts()
 	ar.State = "inactive"

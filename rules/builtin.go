@@ -36,6 +36,11 @@ type BuiltinConfig struct {
 	// pack. Shorter reacts faster and is noisier; keep at least four
 	// scrape intervals.
 	RateWindow time.Duration `koanf:"rate_window"`
+	// KeepFiringFor is the keep_firing_for of the pack's storm, surge,
+	// 5xx and probe rules: how long they stay firing after their
+	// condition clears, so one incident that comes in waves is one alert.
+	// 0 resolves at once.
+	KeepFiringFor time.Duration `koanf:"keep_firing_for"`
 	// Metrics names the metrics and labels the pack reads.
 	Metrics BuiltinMetrics `koanf:"metrics"`
 }
@@ -67,6 +72,11 @@ func DefaultBuiltinConfig() BuiltinConfig {
 		Component:  "Service",
 		ErrorRatio: 0.05,
 		RateWindow: time.Minute,
+		// Lulls of a minute or two between waves of one incident (a
+		// limiter reset, instances flapping in and out of the load
+		// balancer) are bridged; the storm and surge detectors hold on
+		// their own too (resolve_after), so this is added to theirs.
+		KeepFiringFor: 2 * time.Minute,
 		Metrics: BuiltinMetrics{
 			Requests:       "http_requests_total",
 			DurationBucket: "http_request_duration_seconds_bucket",
@@ -91,6 +101,9 @@ func (c *BuiltinConfig) Validate() error {
 	}
 	if c.RateWindow < time.Second {
 		errs.Addf("rate_window", "must be at least 1s, got %s", c.RateWindow)
+	}
+	if c.KeepFiringFor < 0 {
+		errs.Addf("keep_firing_for", "must not be negative, got %s", c.KeepFiringFor)
 	}
 	if c.ErrorRatio <= 0 || c.ErrorRatio >= 1 {
 		errs.Addf("error_ratio", "must be between 0 and 1, got %g", c.ErrorRatio)
@@ -144,12 +157,14 @@ func (c *BuiltinConfig) Render(hasKind func(string) bool) ([]byte, error) {
 	}
 	data := struct {
 		BuiltinMetrics
-		Interval   string
-		Win        string // "[1m]": the rate window with its brackets
-		Component  string
-		ErrorRatio float64
-		HasSurge   bool
-	}{c.Metrics, model.Duration(c.Interval).String(), "[" + model.Duration(c.RateWindow).String() + "]", c.Component, c.ErrorRatio, hasKind("surge")}
+		Interval      string
+		Win           string // "[1m]": the rate window with its brackets
+		KeepFiringFor string
+		Component     string
+		ErrorRatio    float64
+		HasSurge      bool
+	}{c.Metrics, model.Duration(c.Interval).String(), "[" + model.Duration(c.RateWindow).String() + "]",
+		model.Duration(c.KeepFiringFor).String(), c.Component, c.ErrorRatio, hasKind("surge")}
 	var b bytes.Buffer
 	if err := t.Execute(&b, data); err != nil {
 		return nil, fmt.Errorf("builtin pack: %w", err)

@@ -39,6 +39,9 @@ type Transition struct {
 	// plain alerting rules).
 	Score, Expected, Lower, Upper float64
 	Explanation                   *model.Explanation
+	// SuppressedBy names the rule whose firing alert suppresses this one
+	// (see Rule.SuppressedBy); a suppressed alert is not sent.
+	SuppressedBy string
 }
 
 // seriesState is one detector instance (univariate: per series; composite:
@@ -77,6 +80,15 @@ type ruleState struct {
 	lastErr  error
 	// warmed is set once a warm start was tried.
 	warmed bool
+	// causes are the pending or firing alerts of the rules named in
+	// suppressed_by, gathered at the start of each evaluation; under mu.
+	causes []cause
+}
+
+// cause is an alert that may suppress others.
+type cause struct {
+	rule   string
+	labels labels.Labels
 }
 
 func newRuleState(r *Rule, g *groupState) *ruleState {
@@ -169,6 +181,10 @@ func (rs *ruleState) queryTime(ts time.Time) time.Time { return ts.Add(-rs.group
 func (rs *ruleState) eval(ctx context.Context, ts time.Time, signals map[string]promql.Vector) ([]*model.Alert, error) {
 	r := rs.rule
 	env := rs.group.env
+	causes := rs.gatherCauses() // locks the causes' rules, one at a time
+	rs.mu.Lock()
+	rs.causes = causes
+	rs.mu.Unlock()
 	switch {
 	case r.Type == TypeRecording:
 		vec, err := env.source.Instant(ctx, r.Expr, rs.queryTime(ts))
@@ -539,17 +555,82 @@ func (rs *ruleState) stepAlert(ctx context.Context, ts time.Time, fp uint64, a *
 		}
 	}
 	drop := a.step(ts, o.cond, rs.rule, rs.group.env.lifecycle)
+	rs.suppress(a)
 	if a.State != from && rs.group.env.onTransition != nil {
 		rs.group.env.onTransition(Transition{
 			Time: ts, Group: rs.group.spec.Name, Rule: rs.rule.Name, Labels: a.Labels,
 			From: from, To: a.State, Value: a.Value,
 			Score: a.Verdict.Score, Expected: a.Verdict.Expected, Lower: a.Verdict.Lower, Upper: a.Verdict.Upper,
-			Explanation: a.Explanation,
+			Explanation: a.Explanation, SuppressedBy: a.SuppressedBy,
 		})
 	}
 	if drop {
 		delete(rs.alerts, fp)
 	}
+}
+
+// gatherCauses returns the pending and firing alerts of the rules this
+// rule is suppressed by. Rules of a group are evaluated in order, so a
+// cause listed earlier in the group is judged at this same tick.
+func (rs *ruleState) gatherCauses() []cause {
+	if len(rs.rule.SuppressedBy) == 0 {
+		return nil
+	}
+	var out []cause
+	for _, o := range rs.group.rules {
+		if o == rs || !o.rule.Enabled || !slices.Contains(rs.rule.SuppressedBy, o.rule.Name) {
+			continue
+		}
+		o.mu.Lock()
+		for _, a := range o.alerts {
+			if a.State == model.StatePending || a.State == model.StateFiring {
+				out = append(out, cause{rule: o.rule.Name, labels: a.Labels})
+			}
+		}
+		o.mu.Unlock()
+	}
+	return out
+}
+
+// suppress decides whether a pending or firing alert is suppressed: while
+// an alert of a rule in suppressed_by is pending or firing with the same
+// values of the labels both carry (alertname and severity aside), this
+// alert is not sent. An alert already sent as firing is not taken back,
+// and when its cause ends an alert still firing is sent from then on. A
+// resolved alert keeps its mark, so the resolve of an alert never sent is
+// not sent either. rs.mu is held.
+func (rs *ruleState) suppress(a *alertState) {
+	if a.State != model.StatePending && a.State != model.StateFiring {
+		if a.State != model.StateResolved {
+			a.SuppressedBy = ""
+		}
+		return
+	}
+	if a.State == model.StateFiring && a.SuppressedBy == "" && !a.LastSentAt.IsZero() {
+		return // already paged
+	}
+	a.SuppressedBy = ""
+	for _, c := range rs.causes {
+		if sameCause(c.labels, a.Labels) {
+			a.SuppressedBy = c.rule
+			return
+		}
+	}
+}
+
+// sameCause reports whether two alerts agree on every label both carry,
+// alertname and severity aside.
+func sameCause(c, a labels.Labels) bool {
+	ok := true
+	c.Range(func(l labels.Label) {
+		if l.Name == labels.AlertName || l.Name == "severity" {
+			return
+		}
+		if v := a.Get(l.Name); v != "" && v != l.Value {
+			ok = false
+		}
+	})
+	return ok
 }
 
 // resolveValue evaluates the non-literal side of a comparison such as

@@ -134,11 +134,15 @@ type Rule struct {
 	Expr          string
 	For           time.Duration
 	KeepFiringFor time.Duration
-	Labels        labels.Labels
-	Annotations   labels.Labels
-	Detector      *DetectorSpec
-	Draft         *smodel.Draft
-	Enabled       bool
+	// SuppressedBy names rules of the same group whose pending or firing
+	// alerts suppress this rule's alerts (an inhibition written next to
+	// the rule): one cause, one page.
+	SuppressedBy []string
+	Labels       labels.Labels
+	Annotations  labels.Labels
+	Detector     *DetectorSpec
+	Draft        *smodel.Draft
+	Enabled      bool
 	// Index is the 1-based position in the group; Line the file line.
 	Index int
 	Line  int
@@ -147,6 +151,8 @@ type Rule struct {
 	Hash uint64
 
 	expr parser.Expr
+	// suppressedAt is the suppressed_by node, for error positions.
+	suppressedAt *yaml.Node
 }
 
 // Group is one compiled rule group.
@@ -449,9 +455,61 @@ func (p *fileParser) group(n *yaml.Node) *Group {
 				}
 				g.Rules = append(g.Rules, r)
 			}
+			p.checkSuppressedBy(g)
 		}
 	}
 	return g
+}
+
+// checkSuppressedBy reports suppressed_by names that are not alerting or
+// anomaly rules of the group, or that name the rule itself.
+func (p *fileParser) checkSuppressedBy(g *Group) {
+	alerting := map[string]bool{}
+	for _, r := range g.Rules {
+		if r.Type != TypeRecording {
+			alerting[r.Name] = true
+		}
+	}
+	for _, r := range g.Rules {
+		for _, c := range r.SuppressedBy {
+			at := r.suppressedAt
+			switch {
+			case c == r.Name:
+				p.errAt(at, g.Name, r.Index, r.Name, "suppressed_by: a rule cannot suppress itself")
+			case !alerting[c]:
+				p.errAt(at, g.Name, r.Index, r.Name, "suppressed_by: no alerting or anomaly rule %q in group %q", c, g.Name)
+			}
+		}
+	}
+}
+
+// strList reads a string or a list of strings.
+func (p *fileParser) strList(n *yaml.Node, group string, rule int, name, what string) []string {
+	n = resolve(n)
+	if n.Kind == yaml.ScalarNode {
+		s, ok := p.str(n, group, rule, name, what)
+		if !ok || s == "" {
+			p.errAt(n, group, rule, name, "%s: want a rule name or a list of them", what)
+			return nil
+		}
+		return []string{s}
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.errAt(n, group, rule, name, "%s: want a rule name or a list of them, got %s", what, kindName(n))
+		return nil
+	}
+	var out []string
+	for i, c := range n.Content {
+		s, ok := p.str(c, group, rule, name, fmt.Sprintf("%s[%d]", what, i))
+		if ok && s == "" {
+			p.errAt(c, group, rule, name, "%s[%d]: empty rule name", what, i)
+			continue
+		}
+		if ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {
@@ -490,7 +548,7 @@ func (p *fileParser) labelMap(n *yaml.Node, group string, rule int, name, what s
 var allowedRuleKeys = map[string]bool{
 	"record": true, "alert": true, "anomaly": true, "expr": true, "for": true,
 	"keep_firing_for": true, "labels": true, "annotations": true,
-	"detector": true, "draft": true, "enabled": true,
+	"detector": true, "draft": true, "enabled": true, "suppressed_by": true,
 }
 
 func (p *fileParser) rule(g *Group, idx int, n *yaml.Node) *Rule {
@@ -558,6 +616,9 @@ func (p *fileParser) rule(g *Group, idx int, n *yaml.Node) *Rule {
 			r.For = p.duration(v, gn, idx, name, "for")
 		case "keep_firing_for":
 			r.KeepFiringFor = p.duration(v, gn, idx, name, "keep_firing_for")
+		case "suppressed_by":
+			r.SuppressedBy = p.strList(v, gn, idx, name, "suppressed_by")
+			r.suppressedAt = v
 		case "labels":
 			r.Labels = p.labelMap(v, gn, idx, name, "labels", false)
 		case "annotations":
@@ -575,7 +636,7 @@ func (p *fileParser) rule(g *Group, idx int, n *yaml.Node) *Rule {
 	}
 	switch r.Type {
 	case TypeRecording:
-		for _, k := range []string{"for", "keep_firing_for", "annotations", "detector", "draft"} {
+		for _, k := range []string{"for", "keep_firing_for", "annotations", "detector", "draft", "suppressed_by"} {
 			if n, ok := keyNode[k]; ok {
 				p.errAt(n, gn, idx, name, "%s is not allowed in a recording rule", k)
 			}
@@ -811,6 +872,9 @@ func hashDetector(d *DetectorSpec) uint64 {
 func hashRule(g *Group, r *Rule) uint64 {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%d\x00%s\x00%s\x00%d\x00%d\x00%s\x00%s\x00%t\x00", r.Type, r.Name, r.Expr, r.For, r.KeepFiringFor, r.Labels, r.Annotations, r.Enabled)
+	if len(r.SuppressedBy) > 0 {
+		fmt.Fprintf(h, "%q\x00", r.SuppressedBy)
+	}
 	if r.Draft != nil {
 		fmt.Fprintf(h, "%s\x00%s\x00", r.Draft.Component, r.Draft.Impact)
 	}

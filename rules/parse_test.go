@@ -62,6 +62,8 @@ func TestParseGoodContent(t *testing.T) {
 			}
 		})
 	}
+	require.Equal(t, []string{"Surge"}, g.Rules[0].SuppressedBy)
+	require.Equal(t, 30*time.Second, g.Rules[0].KeepFiringFor)
 	lat := g.Rules[2]
 	require.Equal(t, 2.5, lat.Detector.Config.(*fakeConfig).Threshold)
 	require.Equal(t, 3, lat.Detector.Config.(*fakeConfig).WarmUp)

@@ -217,6 +217,8 @@ func printReplaySummary(w io.Writer, res *rules.ReplayResult, end time.Time) {
 		firing  time.Duration
 		since   time.Time
 		pending int
+		// suppressed counts firings that were not sent: a cause fired.
+		suppressed int
 	}
 	var order []string
 	byAlert := map[string]*tally{}
@@ -232,6 +234,9 @@ func printReplaySummary(w io.Writer, res *rules.ReplayResult, end time.Time) {
 		case tr.To == model.StateFiring:
 			t.fired++
 			t.since = tr.Time
+			if tr.SuppressedBy != "" {
+				t.suppressed++
+			}
 		case tr.From == model.StateFiring && !t.since.IsZero():
 			t.firing += tr.Time.Sub(t.since)
 			t.since = time.Time{}
@@ -251,7 +256,11 @@ func printReplaySummary(w io.Writer, res *rules.ReplayResult, end time.Time) {
 			continue
 		}
 		n++
-		fmt.Fprintf(w, "  %s: fired %d time(s), firing %s in total\n", k, t.fired, t.firing)
+		sup := ""
+		if t.suppressed > 0 {
+			sup = fmt.Sprintf(" (%d suppressed: not sent)", t.suppressed)
+		}
+		fmt.Fprintf(w, "  %s: fired %d time(s)%s, firing %s in total\n", k, t.fired, sup, t.firing)
 	}
 	if n == 0 {
 		fmt.Fprintln(w, "  no alert fired")
@@ -289,6 +298,9 @@ type jsonTransition struct {
 	Lower       float64           `json:"lower"`
 	Upper       float64           `json:"upper"`
 	Explanation *json.RawMessage  `json:"explanation,omitempty"`
+	// SuppressedBy names the rule whose alert suppresses this one: it
+	// would not be sent.
+	SuppressedBy string `json:"suppressedBy,omitempty"`
 }
 
 func (tw *transitionWriter) write(tr rules.Transition) {
@@ -300,6 +312,7 @@ func (tw *transitionWriter) write(tr rules.Transition) {
 			Time: tr.Time.UTC(), Alert: tr.Rule, Group: tr.Group, Labels: tr.Labels.Map(),
 			From: tr.From.String(), State: tr.To.String(), Value: finite(tr.Value),
 			Score: finite(tr.Score), Expected: finite(tr.Expected), Lower: finite(tr.Lower), Upper: finite(tr.Upper),
+			SuppressedBy: tr.SuppressedBy,
 		}
 		if tr.Explanation != nil {
 			if b, err := json.Marshal(tr.Explanation); err == nil {
@@ -322,6 +335,9 @@ func (tw *transitionWriter) write(tr rules.Transition) {
 	line := fmt.Sprintf("%s  %-10s %s %s value=%s", tr.Time.UTC().Format(time.RFC3339), strings.ToUpper(tr.To.String()), tr.Rule, lbls.String(), fmtFloat(tr.Value))
 	if tr.Score != 0 {
 		line += fmt.Sprintf(" score=%.2f", tr.Score)
+	}
+	if tr.SuppressedBy != "" {
+		line += " suppressed_by=" + tr.SuppressedBy
 	}
 	if tr.Explanation != nil && tr.Explanation.Summary != "" {
 		line += "\n    " + tr.Explanation.Summary
