@@ -386,3 +386,152 @@ func TestRemoteWarmStartAndRestart(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, p.wait(t))
 }
+
+// startPrometheus runs Prometheus scraping target every second and returns
+// its URL.
+func startPrometheus(t *testing.T, target string) string {
+	t.Helper()
+	bin := needBinary(t, "/usr/bin/prometheus")
+	addr := freeAddr(t)
+	dir := t.TempDir()
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: shop\n    static_configs:\n      - targets: [%q]\n", target)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600))
+	startServer(t, bin, "http://"+addr+"/-/ready",
+		"--web.listen-address="+addr, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--config.file="+filepath.Join(dir, "prometheus.yml"), "--log.level=warn")
+	return "http://" + addr
+}
+
+// startAM runs Alertmanager delivering to hookURL and returns its URL.
+func startAM(t *testing.T, hookURL string) string {
+	t.Helper()
+	bin := needBinary(t, "/usr/bin/prometheus-alertmanager")
+	addr := freeAddr(t)
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`route:
+  receiver: hook
+  group_by: [alertname]
+  group_wait: 1s
+  group_interval: 3s
+  repeat_interval: 1h
+receivers:
+  - name: hook
+    webhook_configs:
+      - url: %q
+        send_resolved: true
+`, hookURL)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "am.yml"), []byte(cfg), 0o600))
+	startServer(t, bin, "http://"+addr+"/-/ready",
+		"--config.file="+filepath.Join(dir, "am.yml"), "--storage.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr, "--cluster.listen-address=")
+	return "http://" + addr
+}
+
+const haAgentConfig = `data_dir: state
+http:
+  listen_address: 127.0.0.1:0
+log:
+  format: json
+collectors:
+  host: {enabled: false}
+  cgroup: {enabled: false}
+datasources:
+  remote: [{name: prom, url: %q}]
+rules:
+  datasource: prom
+  files: [rules.yml]
+  resend_delay: 2s
+  external_labels: {cluster: test, replica: %s}
+  replica_label: replica
+  builtin: {enabled: false}
+notify:
+  route:
+    receiver: both
+    group_by: ['...']
+    group_wait: 100ms
+    group_interval: 1s
+    repeat_interval: 30s
+  receivers:
+    - name: both
+      webhook_configs: [{url: %q}]
+      alertmanager_configs: [{urls: [%q], ends_at_ahead: 1m}]
+`
+
+const haRules = `groups:
+  - name: shop
+    interval: 1s
+    rules:
+      - alert: QueueDeep
+        expr: queue_depth{job="shop"} > 50
+        labels: {severity: page}
+`
+
+// TestHAPairOnePage runs two replicas with the same rules on the same
+// Prometheus, both sending to one real Alertmanager and to a webhook: the
+// replica label stays off the alerts, so Alertmanager holds one alert and
+// pages once per incident (firing and resolved), and the webhook gets the
+// same incident key from both replicas, each naming itself.
+func TestHAPairOnePage(t *testing.T) {
+	bin := buildSeismo(t)
+	var depth atomic.Int64
+	depth.Store(1)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "# TYPE queue_depth gauge\nqueue_depth %d\n", depth.Load())
+	}))
+	defer target.Close()
+	prom := startPrometheus(t, strings.TrimPrefix(target.URL, "http://"))
+	fromAM := newHookReceiver(t)
+	am := startAM(t, fromAM.url)
+	direct := newHookReceiver(t)
+
+	var bases []string
+	evals := func() float64 {
+		n := 0.0
+		for _, b := range bases {
+			n += metricValue(t, b, "seismo_rules_group_evaluations_total")
+		}
+		return n
+	}
+	for _, replica := range []string{"a", "b"} {
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yml"), []byte(haRules), 0o600))
+		cfgPath := filepath.Join(dir, "seismo.yml")
+		require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(haAgentConfig, prom, replica, direct.url, am)), 0o600))
+		p := startSeismo(t, bin, dir, nil, "run", "--config", cfgPath)
+		bases = append(bases, "http://"+p.waitLog(t, "agent ready")["listen_address"].(string))
+	}
+	for _, b := range bases {
+		waitFor(t, time.Minute, "QueueDeep evaluated through Prometheus", func() bool {
+			r := agentRules(t, b)["QueueDeep"]
+			return r.Health == "ok" && r.LastError == ""
+		})
+	}
+
+	depth.Store(100)
+	waitFor(t, time.Minute, "both replicas sent QueueDeep", func() bool { return len(direct.received("QueueDeep", "firing")) >= 2 })
+	got := direct.received("QueueDeep", "firing")
+	replicas := map[string]bool{}
+	for _, a := range got {
+		replicas[a.Seismo.Replica] = true
+		require.Equal(t, got[0].Seismo.IncidentKey, a.Seismo.IncidentKey, "one incident key from both replicas")
+		require.Equal(t, "test", a.Labels["cluster"], "external label")
+		require.NotContains(t, a.Labels, "replica")
+	}
+	require.Equal(t, map[string]bool{"a": true, "b": true}, replicas)
+	waitFor(t, time.Minute, "Alertmanager paged", func() bool { return len(fromAM.received("QueueDeep", "firing")) > 0 })
+	// Let both replicas re-send a few times (resend_delay 2s) past
+	// Alertmanager's group_interval (3s): a second alert would page again.
+	mark := evals()
+	waitFor(t, time.Minute, "both replicas evaluated 8 more times", func() bool { return evals() >= mark+16 })
+	var amAlerts []json.RawMessage
+	getJSON(t, am+"/api/v2/alerts", &amAlerts)
+	require.Len(t, amAlerts, 1, "Alertmanager holds one alert for both replicas")
+	require.Len(t, fromAM.received("QueueDeep", "firing"), 1, "one page per incident")
+
+	depth.Store(1)
+	waitFor(t, time.Minute, "Alertmanager sent the resolve", func() bool { return len(fromAM.received("QueueDeep", "resolved")) > 0 })
+	mark = evals()
+	waitFor(t, time.Minute, "both replicas evaluated 8 more times", func() bool { return evals() >= mark+16 })
+	require.Len(t, fromAM.received("QueueDeep", "resolved"), 1, "one resolve per incident")
+	require.Len(t, fromAM.received("QueueDeep", "firing"), 1, "no page after the resolve")
+}
