@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,4 +155,57 @@ func BenchmarkRemoteWarmStart(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "series/s")
+}
+
+// BenchmarkRemoteEvalPrometheus is BenchmarkRemoteEval against a real
+// Prometheus that scrapes the n series from a loopback target.
+func BenchmarkRemoteEvalPrometheus(b *testing.B) {
+	const bin = "/usr/bin/prometheus"
+	if _, err := os.Stat(bin); err != nil {
+		b.Skipf("%s not installed", bin)
+	}
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("series=%d", n), func(b *testing.B) {
+			var page bytes.Buffer
+			page.WriteString("# TYPE load gauge\n")
+			for i := range n {
+				fmt.Fprintf(&page, "load{i=\"%d\"} %d\n", i, i%7+10)
+			}
+			target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(page.Bytes()) }))
+			defer target.Close()
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(b, err)
+			addr := l.Addr().String()
+			require.NoError(b, l.Close())
+			dir := b.TempDir()
+			cfg := fmt.Sprintf("global: {scrape_interval: 1s}\nscrape_configs: [{job_name: t, static_configs: [{targets: [%q]}]}]\n", strings.TrimPrefix(target.URL, "http://"))
+			require.NoError(b, os.WriteFile(filepath.Join(dir, "p.yml"), []byte(cfg), 0o600))
+			ctx, cancel := context.WithCancel(context.Background())
+			cmd := exec.CommandContext(ctx, bin, "--web.listen-address="+addr, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+				"--config.file="+filepath.Join(dir, "p.yml"), "--log.level=error")
+			require.NoError(b, cmd.Start())
+			defer func() { cancel(); _ = cmd.Wait() }()
+			src, err := datasource.NewRemote(datasource.RemoteConfig{Name: "prom", URL: "http://" + addr, Timeout: time.Minute})
+			require.NoError(b, err)
+			require.Eventually(b, func() bool {
+				v, err := src.Instant(context.Background(), "count(load)", time.Now())
+				return err == nil && len(v) == 1 && int(v[0].F) == n
+			}, time.Minute, 200*time.Millisecond)
+			m, err := NewManager(Options{Source: src})
+			require.NoError(b, err)
+			rcfg := testConfig(writeRules(b, b.TempDir(), "r.yml", benchRemoteRules))
+			rcfg.WarmStart = 0
+			require.NoError(b, m.ApplyConfig(rcfg))
+			at := time.Now()
+			require.NoError(b, m.EvalGroups(ctx, at))
+			require.Len(b, m.groups[0].rules[0].series, n)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := m.EvalGroups(ctx, at); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "series/s")
+		})
+	}
 }
