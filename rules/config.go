@@ -41,6 +41,11 @@ type Config struct {
 	// pack's included: "" or "local" is the embedded store, any other name
 	// one of datasources.remote.
 	Datasource string `koanf:"datasource"`
+	// QueryOffset is the query_offset of groups that set none, the
+	// built-in pack's included: evaluate at tick minus this, for stores
+	// where recent samples arrive late or are hidden (VictoriaMetrics'
+	// -search.latencyOffset, remote write lag).
+	QueryOffset time.Duration `koanf:"query_offset"`
 	// ExternalLabels are added to every alert, as Prometheus'
 	// global.external_labels are.
 	ExternalLabels map[string]string `koanf:"external_labels"`
@@ -93,6 +98,9 @@ func (c *Config) Validate() error {
 	pos("flap_window", c.FlapWindow)
 	pos("series_grace", c.SeriesGrace)
 	pos("snapshot_interval", c.SnapshotInterval)
+	if c.QueryOffset < 0 {
+		errs.Addf("query_offset", "must not be negative, got %s", c.QueryOffset)
+	}
 	if c.WarmStart < 0 {
 		errs.Addf("warm_start", "must not be negative, got %s", c.WarmStart)
 	}

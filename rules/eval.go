@@ -104,7 +104,9 @@ type evalEnv struct {
 	external labels.Labels
 	replica  string
 	// shard selects the series this replica evaluates.
-	shard        ShardConfig
+	shard ShardConfig
+	// queryOffset is the group's query_offset, else rules.query_offset.
+	queryOffset  time.Duration
 	lifecycle    Lifecycle
 	grace        time.Duration
 	warmStart    time.Duration
@@ -163,7 +165,7 @@ func (g *groupState) eval(ctx context.Context, ts time.Time) ([]*model.Alert, er
 	return out, errors.Join(errs...)
 }
 
-func (rs *ruleState) queryTime(ts time.Time) time.Time { return ts.Add(-rs.group.spec.QueryOffset) }
+func (rs *ruleState) queryTime(ts time.Time) time.Time { return ts.Add(-rs.group.env.queryOffset) }
 
 func (rs *ruleState) eval(ctx context.Context, ts time.Time) ([]*model.Alert, error) {
 	r := rs.rule
@@ -307,7 +309,7 @@ func (rs *ruleState) warmStart(ctx context.Context, ts time.Time) {
 		}
 	}
 	start, end := rs.queryTime(first), rs.queryTime(last)
-	off := rs.group.spec.QueryOffset
+	off := env.queryOffset
 	if rs.rule.Detector.Composite() {
 		rs.warmComposite(ctx, start, end, iv, off)
 		return

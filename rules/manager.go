@@ -294,6 +294,7 @@ func (m *Manager) newEnv(cfg Config, g *Group) *evalEnv {
 		external:     ext,
 		replica:      cfg.ExternalLabels[cfg.ReplicaLabel],
 		shard:        cfg.Shard,
+		queryOffset:  cmp.Or(g.QueryOffset, cfg.QueryOffset),
 		lifecycle:    cfg.lifecycle(),
 		grace:        cfg.SeriesGrace,
 		warmStart:    cfg.WarmStart,

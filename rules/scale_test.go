@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -218,4 +219,31 @@ func stateOf(t *testing.T, m *Manager, name string) model.AlertState {
 	}
 	t.Fatalf("no alert %s", name)
 	return 0
+}
+
+// TestDefaultQueryOffset: rules.query_offset applies to groups that set
+// none; a group's own query_offset wins.
+func TestDefaultQueryOffset(t *testing.T) {
+	var mu sync.Mutex
+	asked := map[string]time.Time{}
+	src := &fakeSource{instant: func(q string, ts time.Time) (promql.Vector, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		asked[q] = ts
+		return nil, nil
+	}}
+	m, err := NewManager(Options{Source: src})
+	require.NoError(t, err)
+	cfg := testConfig(writeRules(t, t.TempDir(), "r.yml", `groups:
+  - {name: a, rules: [{alert: A, expr: a > 1}]}
+  - {name: b, query_offset: 5s, rules: [{alert: B, expr: b > 1}]}
+`))
+	cfg.QueryOffset = 30 * time.Second
+	require.NoError(t, cfg.Validate())
+	require.NoError(t, m.ApplyConfig(cfg))
+	require.NoError(t, m.EvalGroups(context.Background(), t0))
+	require.Equal(t, t0.Add(-30*time.Second), asked["a > 1"])
+	require.Equal(t, t0.Add(-5*time.Second), asked["b > 1"])
+	cfg.QueryOffset = -time.Second
+	require.ErrorContains(t, cfg.Validate(), "query_offset: must not be negative")
 }
