@@ -441,6 +441,9 @@ rules:
   datasource: prom
   files: [rules.yml]
   resend_delay: 2s
+  # Both replicas read samples already committed: they see the same data
+  # at the same tick, so their alerts start together (one incident key).
+  query_offset: 2s
   external_labels: {cluster: test, replica: %s}
   replica_label: replica
   builtin: {enabled: false}
