@@ -97,8 +97,6 @@ type groupState struct {
 // evalEnv is what evaluation needs from its owner.
 type evalEnv struct {
 	source datasource.Source
-	// sourceName names source in logs.
-	sourceName string
 	// external labels are added to every alert; replica is the value of
 	// the replica label, kept out of the alert's labels.
 	external labels.Labels

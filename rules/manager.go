@@ -290,7 +290,6 @@ func (m *Manager) newEnv(cfg Config, g *Group) *evalEnv {
 	}
 	return &evalEnv{
 		source:       m.sourceFor(cfg, g),
-		sourceName:   cmp.Or(g.Source, cfg.Datasource, "local"),
 		external:     ext,
 		replica:      cfg.ExternalLabels[cfg.ReplicaLabel],
 		shard:        cfg.Shard,
