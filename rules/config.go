@@ -2,7 +2,12 @@ package rules
 
 import (
 	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
 
 	"github.com/seismo-agent/seismo/internal/configutil"
 )
@@ -27,10 +32,30 @@ type Config struct {
 	// SnapshotInterval is how often detector and alert state is saved to
 	// the data directory (also saved on shutdown).
 	SnapshotInterval time.Duration `koanf:"snapshot_interval"`
-	// WarmStart, when positive, feeds a cold anomaly rule's detectors this
-	// much history from a range query before its first judgement (useful
-	// with a remote datasource that holds history); 0 disables it.
+	// WarmStart, when positive, fills anomaly and composite detectors
+	// from a range query over this much history at their first evaluation
+	// after a start or reload: cold detectors get the whole window, restored
+	// ones the evaluations they missed. 0 disables it.
 	WarmStart time.Duration `koanf:"warm_start"`
+	// Datasource is the datasource of groups that name none, the built-in
+	// pack's included: "" or "local" is the embedded store, any other name
+	// one of datasources.remote.
+	Datasource string `koanf:"datasource"`
+	// QueryOffset is the query_offset of groups that set none, the
+	// built-in pack's included: evaluate at tick minus this, for stores
+	// where recent samples arrive late or are hidden (VictoriaMetrics'
+	// -search.latencyOffset, remote write lag).
+	QueryOffset time.Duration `koanf:"query_offset"`
+	// ExternalLabels are added to every alert, as Prometheus'
+	// global.external_labels are.
+	ExternalLabels map[string]string `koanf:"external_labels"`
+	// ReplicaLabel names the external label that tells HA replicas apart.
+	// It is not an alert label, so replicas send identical alerts (one
+	// page through Alertmanager and one incident key); its value travels
+	// as the alert's replica.
+	ReplicaLabel string `koanf:"replica_label"`
+	// Shard splits the evaluated series between replicas.
+	Shard ShardConfig `koanf:"shard"`
 	// WatchFiles reloads rules when a rule file changes.
 	WatchFiles bool `koanf:"watch_files"`
 	// Builtin configures the embedded rule pack.
@@ -47,7 +72,9 @@ func DefaultConfig() Config {
 		FlapThreshold:      4,
 		SeriesGrace:        5 * time.Minute,
 		SnapshotInterval:   time.Minute,
+		WarmStart:          time.Hour,
 		WatchFiles:         true,
+		Shard:              ShardConfig{Total: 1},
 		Builtin:            DefaultBuiltinConfig(),
 	}
 }
@@ -71,14 +98,89 @@ func (c *Config) Validate() error {
 	pos("flap_window", c.FlapWindow)
 	pos("series_grace", c.SeriesGrace)
 	pos("snapshot_interval", c.SnapshotInterval)
+	if c.QueryOffset < 0 {
+		errs.Addf("query_offset", "must not be negative, got %s", c.QueryOffset)
+	}
 	if c.WarmStart < 0 {
 		errs.Addf("warm_start", "must not be negative, got %s", c.WarmStart)
 	}
 	if c.FlapThreshold < 0 {
 		errs.Addf("flap_threshold", "must not be negative (0 disables flap detection), got %d", c.FlapThreshold)
 	}
+	for name := range c.ExternalLabels {
+		if !model.LabelName(name).IsValidLegacy() || strings.HasPrefix(name, "__") {
+			errs.Addf("external_labels."+name, "invalid label name %q", name)
+		}
+		if name == labels.AlertName {
+			errs.Addf("external_labels."+name, "alertname is the rule's")
+		}
+	}
+	if c.ReplicaLabel != "" {
+		if _, ok := c.ExternalLabels[c.ReplicaLabel]; !ok {
+			errs.Addf("replica_label", "%q is not one of external_labels", c.ReplicaLabel)
+		}
+	}
+	errs.Merge("shard", c.Shard.Validate())
 	errs.Merge("builtin", c.Builtin.Validate())
 	return errs.Err()
+}
+
+// ShardConfig splits the series that rules evaluate between replicas
+// that load the same rules: each series (and each composite detector's
+// group) belongs to exactly one shard by a consistent hash of its labels,
+// so Total replicas together cover every series once.
+type ShardConfig struct {
+	// Index is this replica's shard, 0 to Total-1.
+	Index int `koanf:"index"`
+	// Total is the number of shards; 1 means no sharding.
+	Total int `koanf:"total"`
+}
+
+// Validate reports every problem with its field path.
+func (s *ShardConfig) Validate() error {
+	var errs configutil.Errors
+	if s.Total < 1 {
+		errs.Addf("total", "must be at least 1, got %d", s.Total)
+	}
+	if s.Index < 0 || (s.Total >= 1 && s.Index >= s.Total) {
+		errs.Addf("index", "must be between 0 and total-1 (%d), got %d", s.Total-1, s.Index)
+	}
+	return errs.Err()
+}
+
+// Owns reports whether the series with label hash h belongs to this
+// shard.
+func (s ShardConfig) Owns(h uint64) bool {
+	if s.Total <= 1 {
+		return true
+	}
+	return jumpHash(h, s.Total) == s.Index
+}
+
+// filter keeps the samples of the series this shard owns.
+func (s ShardConfig) filter(vec promql.Vector) promql.Vector {
+	if s.Total <= 1 {
+		return vec
+	}
+	out := vec[:0:0]
+	for _, smp := range vec {
+		if s.Owns(smp.Metric.Hash()) {
+			out = append(out, smp)
+		}
+	}
+	return out
+}
+
+// jumpHash is Lamping and Veach's jump consistent hash: going from n to
+// n+1 shards moves only 1/(n+1) of the keys.
+func jumpHash(key uint64, buckets int) int {
+	var b, j int64 = -1, 0
+	for j < int64(buckets) {
+		b = j
+		key = key*2862933555777941757 + 1
+		j = int64(float64(b+1) * (float64(int64(1)<<31) / float64((key>>33)+1)))
+	}
+	return int(b)
 }
 
 // Resolve makes relative rule file paths absolute against baseDir.

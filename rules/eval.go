@@ -108,7 +108,15 @@ type groupState struct {
 
 // evalEnv is what evaluation needs from its owner.
 type evalEnv struct {
-	source       datasource.Source
+	source datasource.Source
+	// external labels are added to every alert; replica is the value of
+	// the replica label, kept out of the alert's labels.
+	external labels.Labels
+	replica  string
+	// shard selects the series this replica evaluates.
+	shard ShardConfig
+	// queryOffset is the group's query_offset, else rules.query_offset.
+	queryOffset  time.Duration
 	lifecycle    Lifecycle
 	grace        time.Duration
 	warmStart    time.Duration
@@ -174,7 +182,7 @@ func (g *groupState) eval(ctx context.Context, ts time.Time) ([]*model.Alert, er
 	return out, errors.Join(errs...)
 }
 
-func (rs *ruleState) queryTime(ts time.Time) time.Time { return ts.Add(-rs.group.spec.QueryOffset) }
+func (rs *ruleState) queryTime(ts time.Time) time.Time { return ts.Add(-rs.group.env.queryOffset) }
 
 // eval evaluates the rule at ts; signals holds the composite signals the
 // group's evaluation at ts has queried so far (read only once stored).
@@ -229,6 +237,7 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 	if lim := rs.group.spec.Limit; lim > 0 && len(vec) > lim {
 		return nil, fmt.Errorf("query returned %d series, over the group limit %d", len(vec), lim)
 	}
+	vec = rs.group.env.shard.filter(vec)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if r.Type == TypeAnomaly {
@@ -286,35 +295,121 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 	return rs.apply(ctx, ts, obsv), nil
 }
 
-// warmStart feeds a cold univariate rule's new detectors the history a
-// range query returns, so they judge from the first evaluation. It runs
-// once per rule runtime and only when no detector state exists. rs.mu is
-// held.
+// warmStart fills the rule's detectors from a range query at its first
+// evaluation after a start or reload, so they judge at once instead of
+// warming up again: cold detectors get the whole warm_start window, those
+// restored from a snapshot the evaluations they missed, and detectors that
+// are up to date (a reload that kept them) nothing. A failed query only
+// means a slower start. rs.mu is held.
 func (rs *ruleState) warmStart(ctx context.Context, ts time.Time) {
 	env := rs.group.env
-	if rs.warmed || env.warmStart <= 0 || len(rs.series) > 0 {
-		rs.warmed = true
+	if rs.warmed {
 		return
 	}
 	rs.warmed = true
+	if env.warmStart <= 0 {
+		return
+	}
 	iv := rs.group.spec.Interval
-	end := rs.queryTime(ts).Add(-iv)
-	mat, err := env.source.Range(ctx, rs.rule.Expr, end.Add(-env.warmStart), end, iv)
+	last := ts.Add(-iv) // the last tick before this one
+	first := last.Add(-env.warmStart)
+	if len(rs.series) > 0 {
+		oldest := last
+		for _, ss := range rs.series {
+			if ss.lastSeen.Before(oldest) {
+				oldest = ss.lastSeen
+			}
+		}
+		if !oldest.Before(last) {
+			return // fed up to the last tick
+		}
+		if oldest.After(first) {
+			// Align to the ticks after the oldest one seen.
+			first = last.Add(-last.Sub(oldest) / iv * iv).Add(iv)
+			if first.After(last) {
+				return
+			}
+		}
+	}
+	start, end := rs.queryTime(first), rs.queryTime(last)
+	off := env.queryOffset
+	if rs.rule.Detector.Composite() {
+		rs.warmComposite(ctx, start, end, iv, off)
+		return
+	}
+	mat, err := env.source.Range(ctx, rs.rule.Expr, start, end, iv)
 	if err != nil {
-		return // a cold start is only slower, not wrong
+		return
+	}
+	if env.metrics != nil {
+		env.metrics.warmStarts.Inc()
 	}
 	for _, s := range mat {
-		d, err := rs.rule.Detector.Config.(detect.UnivariateConfig).New()
+		if !env.shard.Owns(s.Metric.Hash()) {
+			continue
+		}
+		key := s.Metric.Hash()
+		ss := rs.series[key]
+		if ss == nil {
+			d, err := rs.rule.Detector.Config.(detect.UnivariateConfig).New()
+			if err != nil {
+				return
+			}
+			ss = &seriesState{labels: s.Metric, det: d}
+			rs.series[key] = ss
+		}
+		for _, p := range s.Floats {
+			pt := time.UnixMilli(p.T).Add(off) // tick time
+			if !pt.After(ss.lastSeen) {
+				continue
+			}
+			ss.last = ss.det.Observe(pt.UnixMilli(), p.F)
+			ss.push(p.F)
+			if ss.last.State == detect.StateAnomalous {
+				ss.run++
+			} else {
+				ss.run = 0
+			}
+			ss.lastSeen = pt
+		}
+	}
+}
+
+// warmComposite replays every signal's range query through the composite
+// detectors, one step at a time, as live evaluation would have fed them.
+// rs.mu is held.
+func (rs *ruleState) warmComposite(ctx context.Context, start, end time.Time, step, off time.Duration) {
+	d := rs.rule.Detector
+	env := rs.group.env
+	byTime := map[int64][]promql.Vector{}
+	for i, sig := range d.Signals {
+		mat, err := env.source.Range(ctx, sig.Expr, start, end, step)
 		if err != nil {
 			return
 		}
-		ss := &seriesState{labels: s.Metric, det: d}
-		for _, p := range s.Floats {
-			ss.last = d.Observe(p.T, p.F)
-			ss.push(p.F)
+		for _, s := range mat {
+			for _, p := range s.Floats {
+				vecs := byTime[p.T]
+				if vecs == nil {
+					vecs = make([]promql.Vector, len(d.Signals))
+					byTime[p.T] = vecs
+				}
+				vecs[i] = append(vecs[i], promql.Sample{Metric: s.Metric, T: p.T, F: p.F})
+			}
 		}
-		ss.lastSeen = ts
-		rs.series[s.Metric.Hash()] = ss
+	}
+	if env.metrics != nil {
+		env.metrics.warmStarts.Inc()
+	}
+	times := make([]int64, 0, len(byTime))
+	for t := range byTime {
+		times = append(times, t)
+	}
+	slices.Sort(times)
+	for _, t := range times {
+		if _, err := rs.feedComposite(time.UnixMilli(t).Add(off), byTime[t], true); err != nil {
+			return
+		}
 	}
 }
 
@@ -342,6 +437,23 @@ func (rs *ruleState) evalComposite(ctx context.Context, ts time.Time, signals ma
 		}
 		vecs[i] = vec
 	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.warmStart(ctx, ts)
+	obsv, err := rs.feedComposite(ts, vecs, false)
+	if err != nil {
+		return nil, err
+	}
+	return rs.apply(ctx, ts, obsv), nil
+}
+
+// feedComposite feeds one evaluation's signal vectors to the composite
+// detectors of the groups this shard owns and returns their observations.
+// warm marks a warm-start replay: no trace, no recent values skipped.
+// rs.mu is held.
+func (rs *ruleState) feedComposite(ts time.Time, vecs []promql.Vector, warm bool) ([]obs, error) {
+	r := rs.rule
+	d := r.Detector
 	groupOf := func(sig Signal, l labels.Labels) labels.Labels {
 		b := labels.NewBuilder(l)
 		b.Del(labels.MetricName)
@@ -350,19 +462,19 @@ func (rs *ruleState) evalComposite(ctx context.Context, ts time.Time, signals ma
 		}
 		return b.Labels()
 	}
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
 	groups := map[uint64]labels.Labels{}
 	for _, s := range vecs[0] {
 		g := groupOf(d.Signals[0], s.Metric)
-		groups[g.Hash()] = g
+		if rs.group.env.shard.Owns(g.Hash()) {
+			groups[g.Hash()] = g
+		}
 	}
 	if len(groups) == 0 {
 		// No first signal this tick: judge the known groups on what is left.
 		for k, ss := range rs.series {
 			groups[k] = ss.labels
 		}
-		if len(groups) == 0 {
+		if len(groups) == 0 && rs.group.env.shard.Owns(labels.EmptyLabels().Hash()) {
 			groups[labels.EmptyLabels().Hash()] = labels.EmptyLabels()
 		}
 	}
@@ -407,11 +519,14 @@ func (rs *ruleState) evalComposite(ctx context.Context, ts time.Time, signals ma
 			ss = &seriesState{labels: g, comp: c}
 			rs.series[key] = ss
 		}
+		if warm && !ts.After(ss.lastSeen) {
+			continue // a restored detector already saw this tick
+		}
 		res := ss.comp.Observe(ts.UnixMilli(), in)
 		ss.lastSeen, ss.last = ts, res.Verdict
 		if !math.IsNaN(first) {
 			ss.push(first)
-			if obs := rs.group.env.onObserve; obs != nil {
+			if obs := rs.group.env.onObserve; obs != nil && !warm {
 				v := res.Verdict
 				tl := labels.NewBuilder(g)
 				tl.Set("signal", d.Signals[0].Name)
@@ -445,7 +560,7 @@ func (rs *ruleState) evalComposite(ctx context.Context, ts time.Time, signals ma
 			delete(rs.series, k)
 		}
 	}
-	return rs.apply(ctx, ts, obsv), nil
+	return obsv, nil
 }
 
 // toSamples turns a query result into detector samples: per key (the
@@ -696,6 +811,13 @@ func (rs *ruleState) alertLabels(ctx context.Context, ts time.Time, o obs) (labe
 	}
 	var q template.QueryFunc = env.source.Instant
 	b := labels.NewBuilder(o.lset.DropMetricName())
+	// External labels first, so that series, group and rule labels win
+	// (as Prometheus keeps a rule's own label over an external one).
+	env.external.Range(func(l labels.Label) {
+		if b.Get(l.Name) == "" {
+			b.Set(l.Name, l.Value)
+		}
+	})
 	rs.group.spec.Labels.Range(func(l labels.Label) { b.Set(l.Name, l.Value) })
 	r.Labels.Range(func(l labels.Label) {
 		b.Set(l.Name, expandTemplate(ctx, r.Name, l.Value, data, ts, q, env.externalURL))
@@ -726,6 +848,7 @@ func (rs *ruleState) toModel(a *alertState, ts time.Time) *model.Alert {
 		Flapping:    a.Flapping,
 		Explanation: a.Explanation,
 		Draft:       rs.rule.Draft,
+		Replica:     rs.group.env.replica,
 	}
 	if u := rs.group.env.externalURL; u != nil {
 		m.GeneratorURL = u.String() + "/api/v1/rules?rule=" + url.QueryEscape(rs.rule.Name)

@@ -66,9 +66,12 @@ func (c *fakeCompConfig) New() (detect.Composite, error) { return &fakeComposite
 type fakeComposite struct {
 	cfg  fakeCompConfig
 	Keys []string `json:"keys"`
+	// N counts observations.
+	N int `json:"n"`
 }
 
 func (d *fakeComposite) Observe(_ int64, in detect.Inputs) detect.Result {
+	d.N++
 	sum := 0.0
 	for _, s := range in["a"] {
 		sum += s.Value

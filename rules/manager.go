@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,6 +76,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	cfg     Config
+	sources map[string]datasource.Source // named datasources in force
 	groups  []*groupState
 	runCtx  context.Context
 	loops   map[*groupState]*loop
@@ -124,6 +126,7 @@ func NewManager(opts Options) (*Manager, error) {
 		loops:   map[*groupState]*loop{},
 		started: make(chan struct{}),
 		cfg:     DefaultConfig(),
+		sources: opts.Sources,
 
 		watchReady: make(chan struct{}),
 	}
@@ -169,26 +172,40 @@ func (m *Manager) ApplyConfig(cfg Config) error {
 // running ones and returns the commit that swaps them in; commit cannot
 // fail. A failed Prepare sets seismo_rules_last_reload_successful to 0.
 func (m *Manager) Prepare(cfg Config) (commit func(), err error) {
-	groups, err := m.load(cfg)
+	m.mu.Lock()
+	sources := m.sources
+	m.mu.Unlock()
+	return m.PrepareSources(cfg, sources)
+}
+
+// PrepareSources is Prepare with a new set of named datasources (a
+// reloaded datasources section): groups are checked against them, and
+// commit makes every group query its source from the new set. Rules whose
+// datasource name is unchanged keep their state.
+func (m *Manager) PrepareSources(cfg Config, sources map[string]datasource.Source) (commit func(), err error) {
+	groups, err := m.load(cfg, sources)
 	if err != nil {
 		m.mets.reloadOK.Store(false)
 		m.mets.reloadFailures.Inc()
 		m.logger.Error("rules not reloaded, keeping the running ones", "err", err)
 		return nil, err
 	}
-	return func() { m.swap(cfg, groups) }, nil
+	return func() { m.swap(cfg, groups, sources) }, nil
 }
 
 // load reads the configured files and the built-in pack.
-func (m *Manager) load(cfg Config) ([]*Group, error) {
+func (m *Manager) load(cfg Config, sources map[string]datasource.Source) ([]*Group, error) {
 	popts := ParseOptions{Lookup: m.opts.Lookup, Kinds: m.opts.Kinds, DefaultInterval: cfg.EvaluationInterval}
-	if m.opts.Sources != nil {
-		for name := range m.opts.Sources {
+	if sources != nil {
+		for name := range sources {
 			popts.Sources = append(popts.Sources, name)
 		}
 		slices.Sort(popts.Sources)
 	} else if !m.anySource {
 		popts.Sources = []string{}
+	}
+	if d := cfg.Datasource; d != "" && d != "local" && !m.anySource && sources[d] == nil {
+		return nil, Errors{{Msg: fmt.Sprintf("rules.datasource: unknown datasource %q (have %s)", d, strings.Join(popts.Sources, ", "))}}
 	}
 	var (
 		groups []*Group
@@ -220,9 +237,12 @@ func asErrors(err error, file string) Errors {
 	return Errors{{File: file, Msg: err.Error()}}
 }
 
-func (m *Manager) sourceFor(g *Group) datasource.Source {
-	if g.Source != "" {
-		if s := m.opts.Sources[g.Source]; s != nil {
+// sourceFor returns the source a group queries: its own datasource, else
+// rules.datasource, else the default source. m.mu is held.
+func (m *Manager) sourceFor(cfg Config, g *Group) datasource.Source {
+	name := cmp.Or(g.Source, cfg.Datasource)
+	if name != "" {
+		if s := m.sources[name]; s != nil {
 			return s
 		}
 	}
@@ -231,9 +251,10 @@ func (m *Manager) sourceFor(g *Group) datasource.Source {
 
 // swap stops the old loops, moves state from old to new rules and starts
 // the new loops.
-func (m *Manager) swap(cfg Config, groups []*Group) {
+func (m *Manager) swap(cfg Config, groups []*Group, sources map[string]datasource.Source) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.sources = sources
 	for g, l := range m.loops {
 		l.stop()
 		delete(m.loops, g)
@@ -271,8 +292,16 @@ func countRules(gs []*groupState) int {
 }
 
 func (m *Manager) newEnv(cfg Config, g *Group) *evalEnv {
+	ext := labels.FromMap(cfg.ExternalLabels)
+	if cfg.ReplicaLabel != "" {
+		ext = labels.NewBuilder(ext).Del(cfg.ReplicaLabel).Labels()
+	}
 	env := &evalEnv{
-		source:       m.sourceFor(g),
+		source:       m.sourceFor(cfg, g),
+		external:     ext,
+		replica:      cfg.ExternalLabels[cfg.ReplicaLabel],
+		shard:        cfg.Shard,
+		queryOffset:  cmp.Or(g.QueryOffset, cfg.QueryOffset),
 		lifecycle:    cfg.lifecycle(),
 		grace:        cfg.SeriesGrace,
 		warmStart:    cfg.WarmStart,
@@ -434,10 +463,13 @@ func (l *loop) stop() {
 }
 
 // groupOffset spreads groups over their interval deterministically: the same
-// group always evaluates at the same phase.
+// group always evaluates at the same phase. It hashes the group's name, not
+// its file path, so HA replicas whose rule files sit in different places
+// still evaluate at the same instants (and their alerts start at the same
+// tick, giving the same incident key).
 func groupOffset(g *Group) time.Duration {
 	h := fnv.New64a()
-	h.Write([]byte(g.Key()))
+	h.Write([]byte(g.Name))
 	return time.Duration(h.Sum64() % uint64(g.Interval))
 }
 

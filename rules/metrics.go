@@ -31,7 +31,9 @@ type groupMetrics struct {
 	evals    *metrics.Counter
 	failures *metrics.Counter
 	missed   *metrics.Counter
-	duration *metrics.PrometheusHistogram
+	// warmStarts counts the range queries that filled detectors.
+	warmStarts *metrics.Counter
+	duration   *metrics.PrometheusHistogram
 }
 
 func newManagerMetrics(set *metrics.Set, m *Manager) *managerMetrics {
@@ -80,12 +82,14 @@ func (mm *managerMetrics) group(g *Group) *groupMetrics {
 			"seismo_rules_group_evaluation_failures_total" + l,
 			"seismo_rules_group_iterations_missed_total" + l,
 			"seismo_rules_group_evaluation_duration_seconds" + l,
+			"seismo_rules_group_warm_starts_total" + l,
 		},
 	}
 	gm.evals = mm.set.GetOrCreateCounter(gm.names[0])
 	gm.failures = mm.set.GetOrCreateCounter(gm.names[1])
 	gm.missed = mm.set.GetOrCreateCounter(gm.names[2])
 	gm.duration = mm.set.GetOrCreatePrometheusHistogramExt(gm.names[3], durationBuckets)
+	gm.warmStarts = mm.set.GetOrCreateCounter(gm.names[4])
 	mm.groups[k] = gm
 	return gm
 }

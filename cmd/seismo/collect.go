@@ -23,6 +23,45 @@ type collected struct {
 	store   *store.Store
 	local   *datasource.Local
 	sources map[string]datasource.Source
+	// remotes are the remote sources in force with the config each was
+	// built from, so a reload rebuilds only those that changed.
+	remotes map[string]remoteSource
+}
+
+type remoteSource struct {
+	cfg    datasource.RemoteConfig
+	remote *datasource.Remote
+}
+
+// buildSources returns the named sources for cfg: "local" and one per
+// remote, reusing a running remote whose config is unchanged (and its
+// connections). Nothing running is touched.
+func (c *collected) buildSources(cfg datasource.Config) (map[string]datasource.Source, map[string]remoteSource, error) {
+	sources := map[string]datasource.Source{"local": c.local}
+	remotes := map[string]remoteSource{}
+	for _, rc := range cfg.Remote {
+		if old, ok := c.remotes[rc.Name]; ok && reflect.DeepEqual(old.cfg, rc) {
+			sources[rc.Name], remotes[rc.Name] = old.remote, old
+			continue
+		}
+		r, err := datasource.NewRemote(rc)
+		if err != nil {
+			return nil, nil, err
+		}
+		sources[rc.Name], remotes[rc.Name] = r, remoteSource{cfg: rc, remote: r}
+	}
+	return sources, remotes, nil
+}
+
+// useSources makes sources and remotes the ones in force and releases the
+// idle connections of remotes no longer used.
+func (c *collected) useSources(sources map[string]datasource.Source, remotes map[string]remoteSource) {
+	for name, old := range c.remotes {
+		if remotes[name].remote != old.remote {
+			_ = old.remote.Close()
+		}
+	}
+	c.sources, c.remotes = sources, remotes
 }
 
 // wireCollect builds the store, the collectors' scheduler, the local and
@@ -48,14 +87,12 @@ func wireCollect(a *agent, cfg *config.Config) (*collected, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &collected{store: st, local: local, sources: map[string]datasource.Source{"local": local}}
-	for _, rc := range cfg.Datasources.Remote {
-		r, err := datasource.NewRemote(rc)
-		if err != nil {
-			return nil, err
-		}
-		c.sources[rc.Name] = r
+	c := &collected{store: st, local: local}
+	sources, remotes, err := c.buildSources(cfg.Datasources)
+	if err != nil {
+		return nil, fmt.Errorf("datasources: %w", err)
 	}
+	c.useSources(sources, remotes)
 
 	// Services stop in the order added: the collectors first, so their
 	// staleness markers are in the store's snapshot at exit.
@@ -68,9 +105,6 @@ func wireCollect(a *agent, cfg *config.Config) (*collected, error) {
 		commit, err := sched.Prepare(next.Collectors)
 		if err != nil {
 			return nil, fmt.Errorf("collectors: %w", err)
-		}
-		if cur := a.config(); !reflect.DeepEqual(cur.Datasources, next.Datasources) {
-			a.logger.Warn("datasources changed; restart seismo to apply it")
 		}
 		return func() {
 			_ = st.ApplyConfig(next.Storage) // validated above

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seismo-agent/seismo/collectors"
+	"github.com/seismo-agent/seismo/datasource"
 	"github.com/seismo-agent/seismo/internal/config"
 )
 
@@ -178,4 +181,30 @@ datasources:
 	require.ErrorContains(t, err, "storage.max_series: must be positive")
 	require.ErrorContains(t, err, "sample_limt")
 	require.NotContains(t, err.Error(), "s3cret")
+}
+
+// TestBuildSourcesReusesUnchangedRemotes: a reload keeps the running
+// client of a remote whose config is unchanged (and its connections),
+// builds a new one for a changed remote, and drops removed ones.
+func TestBuildSourcesReusesUnchangedRemotes(t *testing.T) {
+	c := &collected{}
+	a := datasource.RemoteConfig{Name: "a", URL: "http://127.0.0.1:9090", Timeout: time.Second}
+	b := datasource.RemoteConfig{Name: "b", URL: "http://127.0.0.1:8428", Timeout: time.Second}
+	s1, r1, err := c.buildSources(datasource.Config{Remote: []datasource.RemoteConfig{a, b}})
+	require.NoError(t, err)
+	c.useSources(s1, r1)
+	require.Contains(t, s1, "local")
+
+	b2 := b
+	b2.URL = "http://127.0.0.1:8429"
+	s2, r2, err := c.buildSources(datasource.Config{Remote: []datasource.RemoteConfig{a, b2}})
+	require.NoError(t, err)
+	require.Same(t, s1["a"], s2["a"], "unchanged remote reused")
+	require.NotSame(t, s1["b"], s2["b"], "changed remote rebuilt")
+	c.useSources(s2, r2)
+
+	s3, r3, err := c.buildSources(datasource.Config{})
+	require.NoError(t, err)
+	c.useSources(s3, r3)
+	require.Equal(t, []string{"local"}, slices.Collect(maps.Keys(c.sources)))
 }

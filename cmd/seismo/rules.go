@@ -93,8 +93,21 @@ func wireRules(a *agent, cfg *config.Config, c *collected, notify rules.NotifyFu
 		return nil, fmt.Errorf("rules:\n%w", err)
 	}
 	a.addService(service{name: "rules", run: m.Run, started: m.Started()})
+	// Datasources reload with the rules that query them: the new sources
+	// are built, the rules checked against them, and both swapped together.
 	a.addReloader(reloader{name: "rules", prepare: func(_ context.Context, next *config.Config) (func(), error) {
-		return m.Prepare(next.Rules)
+		sources, remotes, err := c.buildSources(next.Datasources)
+		if err != nil {
+			return nil, fmt.Errorf("datasources: %w", err)
+		}
+		commit, err := m.PrepareSources(next.Rules, sources)
+		if err != nil {
+			return nil, err
+		}
+		return func() {
+			commit()
+			c.useSources(sources, remotes)
+		}, nil
 	}})
 	a.web.Handle("GET /api/v1/rules", m.RulesHandler())
 	a.web.Handle("GET /api/v1/alerts", m.AlertsHandler())

@@ -177,6 +177,17 @@ func (c *Config) Validate() error {
 			errs.Merge(s.key, s.validate())
 		}
 	}
+	if d := c.Rules.Datasource; d != "" && d != "local" {
+		known := []string{"local"}
+		found := false
+		for _, r := range c.Datasources.Remote {
+			known = append(known, r.Name)
+			found = found || r.Name == d
+		}
+		if !found {
+			errs.Addf("rules.datasource", "unknown datasource %q (have %s)", d, strings.Join(known, ", "))
+		}
+	}
 	return errs.Err()
 }
 

@@ -136,6 +136,21 @@ log:
 			},
 		},
 		{
+			name: "remote mode, HA and shard keys",
+			yaml: `rules:
+  datasource: central
+  replica_label: replica
+  shard: {index: 3, total: 3}
+datasources:
+  remote: [{name: vm, url: "http://127.0.0.1:8428"}]
+`,
+			want: []string{
+				`bad.yml:2:15: rules.datasource: unknown datasource "central" (have local, vm)`,
+				`bad.yml:3:18: rules.replica_label: "replica" is not one of external_labels`,
+				`bad.yml:4:18: rules.shard.index: must be between 0 and total-1 (2), got 3`,
+			},
+		},
+		{
 			name: "URL credentials are not repeated",
 			yaml: "http:\n  external_url: ftp://user:hunter2@example.com\n",
 			want: []string{`bad.yml:2:17: http.external_url: want an absolute http(s) URL, got "ftp://user:xxxxx@example.com"`},

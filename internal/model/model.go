@@ -5,6 +5,7 @@
 package model
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -128,6 +129,23 @@ type Alert struct {
 	// Recent holds the last values of the alerted series, oldest first, for
 	// sparklines. It may be empty.
 	Recent []float64 `json:"recent,omitempty"`
+	// Replica is the value of the agent's replica label (rules.replica_label),
+	// which is not among Labels: HA replicas send identical alerts and say
+	// here which of them sent this one. Empty without HA.
+	Replica string `json:"replica,omitempty"`
+}
+
+// IncidentKey identifies one incident of an alert for receivers that
+// de-duplicate: the fingerprint of its labels and the unix second it
+// started firing. Replicas that evaluate the same rules on the same data
+// give the same key (the replica label is not an alert label, and groups
+// evaluate at the same instants everywhere); the next incident of the same
+// alert gets a new key. Empty before the alert fires.
+func (a *Alert) IncidentKey() string {
+	if a.StartsAt.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("%016x-%d", a.Fingerprint(), a.StartsAt.Unix())
 }
 
 // Fingerprint returns the alert's identity: the hash of its label set.

@@ -285,7 +285,17 @@ func (n *Notifier) render(data *notify.Data) (string, []slack.Block, error) {
 		}
 		blocks = append(blocks, section(strings.TrimSpace(text)))
 	}
-	var ctxText []string
+	var ctxText, keys []string
+	for _, it := range data.Items[:shown] {
+		if it.IncidentKey != "" {
+			keys = append(keys, "`"+it.IncidentKey+"`")
+		}
+	}
+	if len(keys) > 0 {
+		// The stable key lets people and bots match the pages of HA
+		// replicas and of restarts to one incident.
+		ctxText = append(ctxText, "incident "+strings.Join(keys, ", "))
+	}
 	if rest := len(data.Items) - shown; rest > 0 {
 		ctxText = append(ctxText, fmt.Sprintf("+%d more alerts", rest))
 	}

@@ -54,6 +54,12 @@ type Seismo struct {
 	Breadth     *model.Breadth     `json:"breadth,omitempty"`
 	Flapping    bool               `json:"flapping,omitempty"`
 	Recent      []float64          `json:"recent,omitempty"`
+	// IncidentKey identifies this incident of the alert: the same from
+	// every HA replica and across restarts, new for the next incident of
+	// the same alert. Receivers de-duplicate on it.
+	IncidentKey string `json:"incidentKey,omitempty"`
+	// Replica is the value of the sending agent's replica label.
+	Replica string `json:"replica,omitempty"`
 }
 
 // NewMessage builds the document for alerts; maxAlerts > 0 truncates the
@@ -83,7 +89,8 @@ func NewAlert(a *model.Alert) Alert {
 	if a.Resolved() {
 		status, endsAt = "resolved", a.EndsAt
 	}
-	s := &Seismo{Value: a.Value, PeakValue: a.PeakValue, Flapping: a.Flapping, Recent: a.Recent}
+	s := &Seismo{Value: a.Value, PeakValue: a.PeakValue, Flapping: a.Flapping, Recent: a.Recent,
+		IncidentKey: a.IncidentKey(), Replica: a.Replica}
 	if ex := a.Explanation; ex != nil {
 		s.Detector, s.Kind, s.Score, s.Explanation, s.Breadth = ex.Detector, ex.Kind, ex.Score, ex, ex.Breadth
 		if len(ex.Signals) > 0 {
