@@ -248,6 +248,7 @@ func metricValue(t *testing.T, base, prefix string) float64 {
 const remoteAgentConfig = `data_dir: state
 http:
   listen_address: 127.0.0.1:0
+  enable_lifecycle: true
 log:
   format: json
 collectors:

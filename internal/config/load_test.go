@@ -447,7 +447,9 @@ func TestRoutePrefixOrDefault(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.h.MaxConcurrentRequests = 1
+			h := Default().HTTP // the limits' defaults; the test varies the addresses
+			h.ListenAddress, h.ExternalURL, h.RoutePrefix = tt.h.ListenAddress, tt.h.ExternalURL, tt.h.RoutePrefix
+			tt.h = h
 			require.NoError(t, tt.h.Validate())
 			require.Equal(t, tt.prefix, tt.h.RoutePrefixOrDefault())
 			require.Equal(t, tt.external, tt.h.ExternalURLOrDefault())
