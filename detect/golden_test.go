@@ -1,0 +1,206 @@
+//go:build amd64 && !amd64.v3
+
+// The checksums are of exact float bits: architectures and GOAMD64 levels
+// that fuse multiply-adds (FMA) round differently, so they hold on plain
+// amd64 (the default GOAMD64=v1 and v2) only.
+
+package detect
+
+import (
+	"encoding/binary"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The checksums below pin the exact output of the detectors and of their
+// building blocks (EWMA, Robust, Seasonal, Likelihood, NormalTail,
+// LogTailScore) on fixed inputs: every float of every verdict, bit for bit,
+// and the final snapshot. Speed-ups of the building blocks must not change
+// a single bit; a change of behaviour must update these on purpose (print
+// them with `go test ./detect -run TestGoldenChecksums -v`).
+var goldenChecksums = map[string]uint64{
+	"auto/no_day":                   0x9c07309aec16b56e,
+	"auto/odd":                      0xaf1408c1719a6c21,
+	"blocks/ewma_robust_likelihood": 0x7611ffb929651c7a,
+	"blocks/seasonal":               0xc1bb10dddc69ae6f,
+	"blocks/tails":                  0xa5aeaa562c0ab43b,
+	"kind/auto":                     0x2c90f2011211ad73,
+	"kind/cusum":                    0xde94f9b0390f8b44,
+	"kind/ewma":                     0x1eb6ebf96d18c553,
+	"kind/mad":                      0x41fcca634248eade,
+	"kind/seasonal":                 0xbc82e7ae83aa4837,
+	"kind/zscore":                   0x165bf8ab63a246a0,
+	"seasonal/odd":                  0xfca5db2d181f6a33,
+}
+
+// goldenSeries is a long, varied series: a daily cycle with noise, spikes,
+// level shifts, a flat stretch, a heavy-tailed stretch, negative values,
+// gaps, out-of-step timestamps (including before 1970) and non-finite
+// values.
+func goldenSeries() (ts []int64, vs []float64) {
+	rng := rand.New(rand.NewPCG(11, 13))
+	t := int64(-3 * 24 * 3600 * 1000) // starts before the epoch
+	for i := range 20000 {
+		step := int64(60_000)
+		switch {
+		case i%500 == 0:
+			step = 3_600_000 + 7 // a gap, off the minute grid
+		case i%37 == 0:
+			step = 1_234
+		case i%53 == 0:
+			step = 0 // repeated timestamp
+		}
+		t += step
+		v := 100 + 30*math.Sin(2*math.Pi*float64(t)/float64(dayMs)) + 4*rng.NormFloat64()
+		switch {
+		case i >= 3000 && i < 3400:
+			v = 42 // flat
+		case i >= 6000 && i < 7000:
+			v = -250 + rng.NormFloat64()*0.01 // negative, tight
+		case i >= 9000 && i < 10000:
+			v += 50 / (rng.Float64() + 1e-3) // heavy tail
+		case i >= 14000:
+			v += 400 // lasting shift
+		}
+		switch {
+		case i%1777 == 0:
+			v += 500
+		case i%997 == 0:
+			v = math.NaN()
+		case i%2203 == 0:
+			v = math.Inf(-1)
+		case i == 12345:
+			v = 1e300
+		}
+		ts = append(ts, t)
+		vs = append(vs, v)
+	}
+	return ts, vs
+}
+
+type goldenHash struct {
+	h interface{ Write([]byte) (int, error) }
+}
+
+func (g goldenHash) f(vs ...float64) {
+	var b [8]byte
+	for _, v := range vs {
+		binary.LittleEndian.PutUint64(b[:], math.Float64bits(v))
+		_, _ = g.h.Write(b[:])
+	}
+}
+
+func (g goldenHash) u(vs ...uint64) {
+	var b [8]byte
+	for _, v := range vs {
+		binary.LittleEndian.PutUint64(b[:], v)
+		_, _ = g.h.Write(b[:])
+	}
+}
+
+func goldenDetectorSum(t *testing.T, cfg UnivariateConfig, ts []int64, vs []float64) uint64 {
+	t.Helper()
+	require.NoError(t, cfg.Validate())
+	d, err := cfg.New()
+	require.NoError(t, err)
+	h := fnv.New64a()
+	g := goldenHash{h}
+	for i := range ts {
+		v := d.Observe(ts[i], vs[i])
+		g.f(v.Score, v.Expected, v.Lower, v.Upper)
+		g.u(uint64(v.Direction), uint64(v.State))
+	}
+	snap, err := d.MarshalBinary()
+	require.NoError(t, err)
+	_, _ = h.Write(snap)
+	return h.Sum64()
+}
+
+func goldenSums(t *testing.T) map[string]uint64 {
+	ts, vs := goldenSeries()
+	sums := map[string]uint64{}
+
+	// Every univariate kind with its defaults.
+	for _, kind := range univariateKinds(t) {
+		k, _ := Lookup(kind)
+		sums["kind/"+kind] = goldenDetectorSum(t, k.NewConfig().(UnivariateConfig), ts, vs)
+	}
+	// Variants that take other paths.
+	noDay := DefaultAutoConfig()
+	noDay.DayBuckets = 0
+	sums["auto/no_day"] = goldenDetectorSum(t, &noDay, ts, vs)
+	odd := DefaultAutoConfig()
+	odd.DayBuckets, odd.ExtremeTolerance, odd.Calm = 7, -1, 0
+	sums["auto/odd"] = goldenDetectorSum(t, &odd, ts, vs)
+	seas := DefaultSeasonalConfig()
+	seas.Period, seas.Buckets, seas.MinVisits = 25*time.Hour+7*time.Millisecond, 13, 2
+	sums["seasonal/odd"] = goldenDetectorSum(t, &seas, ts, vs)
+
+	// The building blocks on their own.
+	h := fnv.New64a()
+	g := goldenHash{h}
+	for _, hl := range []float64{0.5, 1, 2, 50, 8000} {
+		e := NewEWMA(AlphaForHalfLife(hl))
+		r := NewRobust(AlphaForHalfLife(hl), 3)
+		l := NewLikelihood(2, hl, 0.05)
+		for i, v := range vs {
+			if !finite(v) {
+				continue
+			}
+			e.Update(v)
+			r.Update(v)
+			g.f(e.Mean(), e.Var(), e.Std(), e.Z(v, 1e-3), r.Loc(), r.Scale(), r.Z(v, 1e-3))
+			g.f(l.Update(math.Abs(v-100) / 40))
+			g.u(e.Count(), r.Count(), l.Count(), uint64(i))
+		}
+	}
+	sums["blocks/ewma_robust_likelihood"] = h.Sum64()
+
+	h = fnv.New64a()
+	g = goldenHash{h}
+	for _, sc := range []struct {
+		period  int64
+		buckets int
+	}{{dayMs, 24}, {7 * dayMs, 168}, {dayMs + 7, 13}, {1000, 1000}, {60_000, 7}} {
+		s := NewSeasonal(sc.period, sc.buckets, AlphaForHalfLife(20))
+		for i := range ts {
+			// Forward, and every so often out of order, to exercise the
+			// bucket cache both ways.
+			at := ts[i]
+			if i%11 == 0 {
+				at = ts[len(ts)-1-i]
+			}
+			g.u(uint64(s.Bucket(at)))
+			if finite(vs[i]) {
+				s.Update(at, vs[i])
+			}
+			b := s.At(at)
+			g.f(b.Mean(), b.Var())
+			g.u(b.Count())
+		}
+	}
+	sums["blocks/seasonal"] = h.Sum64()
+
+	h = fnv.New64a()
+	g = goldenHash{h}
+	for z := -10.0; z <= 40; z += 0.0137 {
+		p := NormalTail(z)
+		g.f(p, LogTailScore(p), zScore(z), LogTailScore(z/40))
+	}
+	g.f(LogTailScore(math.NaN()), LogTailScore(0), LogTailScore(1), LogTailScore(-1), NormalTail(math.Inf(1)), NormalTail(math.Inf(-1)))
+	sums["blocks/tails"] = h.Sum64()
+	return sums
+}
+
+func TestGoldenChecksums(t *testing.T) {
+	got := goldenSums(t)
+	for name, sum := range got {
+		t.Logf("%q: %#x,", name, sum)
+	}
+	require.Equal(t, goldenChecksums, got)
+}
