@@ -26,6 +26,39 @@ func TestAlphaForHalfLife(t *testing.T) {
 	require.InDelta(t, 0.5, math.Pow(1-a, 20), 1e-12)
 }
 
+// TestEqualWeightsUntil checks the precomputed bound against the test it
+// replaces, float64(m)*alpha < 1, on both sides of the boundary.
+func TestEqualWeightsUntil(t *testing.T) {
+	alphas := []float64{1, 0.5, 0.3, 0.1, 1.0 / 3, 1.0 / 7, 1e-3, AlphaForHalfLife(150), AlphaForHalfLife(8000), 1e-19, 5e-324}
+	for _, hl := range []float64{0.7, 2, 5, 20, 50, 100, 200, 1234.5} {
+		alphas = append(alphas, AlphaForHalfLife(hl))
+	}
+	for _, a := range alphas {
+		m := equalWeightsUntil(a)
+		if m == math.MaxUint64 {
+			require.Less(t, float64(uint64(1)<<63)*a, 1.0, "alpha %v", a)
+			continue
+		}
+		require.False(t, float64(m)*a < 1, "alpha %v, m %d", a, m)
+		require.True(t, m == 0 || float64(m-1)*a < 1, "alpha %v, m %d", a, m)
+	}
+	require.Equal(t, uint64(0), equalWeightsUntil(math.NaN()))
+	require.Equal(t, uint64(0), equalWeightsUntil(math.Inf(1)))
+	require.Equal(t, uint64(math.MaxUint64), equalWeightsUntil(0))
+	require.Equal(t, uint64(math.MaxUint64), equalWeightsUntil(-0.5))
+	// A restored snapshot derives the bound again.
+	e := NewEWMA(0.1)
+	e.Update(1)
+	w := newEncoder("x", 64)
+	e.encode(w)
+	var back EWMA
+	r, err := newDecoder("x", w.b)
+	require.NoError(t, err)
+	back.decode(r)
+	require.NoError(t, r.finish())
+	require.Equal(t, e, back)
+}
+
 func TestEWMA(t *testing.T) {
 	tests := []struct {
 		name     string

@@ -10,11 +10,32 @@ type EWMA struct {
 	mean  float64
 	vr    float64
 	n     uint64
+	// equalUntil is derived from alpha (see equalWeightsUntil): below this
+	// count samples are weighted equally. Not part of snapshots.
+	equalUntil uint64
 }
 
 // NewEWMA returns an EWMA with smoothing factor alpha in (0, 1]: the weight
 // of the newest sample. Use AlphaForHalfLife to think in samples.
-func NewEWMA(alpha float64) EWMA { return EWMA{alpha: alpha} }
+func NewEWMA(alpha float64) EWMA { return EWMA{alpha: alpha, equalUntil: equalWeightsUntil(alpha)} }
+
+// equalWeightsUntil returns the least count m for which float64(m)*alpha < 1
+// is false (the product is monotonic in m), or the largest uint64 if there
+// is none. Until a series has that many samples, EWMA and Robust weigh them
+// equally (1/m instead of alpha); comparing the count with this bound is
+// exactly that test without a conversion and a multiplication per update.
+func equalWeightsUntil(alpha float64) uint64 {
+	lo, hi := uint64(0), uint64(math.MaxUint64)
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if float64(mid)*alpha < 1 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
 
 // AlphaForHalfLife returns the smoothing factor whose weights halve every
 // halfLife samples.
@@ -36,7 +57,7 @@ func (e *EWMA) Update(x float64) {
 	// running mean and variance); otherwise the first sample would dominate
 	// for about 1/alpha samples and the variance would start near zero.
 	a := e.alpha
-	if float64(e.n)*a < 1 { // max(alpha, 1/n) without a division per update
+	if e.n < e.equalUntil { // max(alpha, 1/n) without a division per update
 		a = 1 / float64(e.n)
 	}
 	d := x - e.mean
@@ -75,6 +96,7 @@ func (e *EWMA) encode(w *encoder) {
 
 func (e *EWMA) decode(r *decoder) {
 	e.alpha = r.f64()
+	e.equalUntil = equalWeightsUntil(e.alpha)
 	e.mean = r.f64()
 	e.vr = r.f64()
 	e.n = r.u64()

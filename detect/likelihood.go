@@ -15,9 +15,22 @@ func LogTailScore(p float64) float64 {
 	if !(p < 1) {
 		return 0
 	}
-	s := math.Log(p+1e-10) / math.Log(1e-10)
-	return min(max(s, 0), 1)
+	s := math.Log(p+1e-10) / logTiny
+	// min(max(s, 0), 1) without the builtins' extra work for signed
+	// zeros: -0 (p near 1) becomes +0, and NaN stays NaN.
+	switch {
+	case s > 1:
+		return 1
+	case s > 0:
+		return s
+	case s <= 0:
+		return 0
+	}
+	return s
 }
+
+// logTiny is math.Log(1e-10), which the compiler does not fold.
+var logTiny = math.Log(1e-10)
 
 // Likelihood is the anomaly-likelihood layer: it turns a stream of raw
 // surprise values (any scale, larger is more surprising) into the tail
@@ -56,10 +69,16 @@ func (l *Likelihood) Update(raw float64) float64 {
 	// Within one standard deviation above the long-run mean (or below it)
 	// nothing is unusual; reporting 1 there instead of a tail probability
 	// above 0.16 also skips the costly Erfc on most samples.
-	if d := avg - l.long.Mean(); l.long.Count() > 0 && d > 0 {
+	if d := avg - l.long.mean; d > 0 && l.long.n > 0 {
 		// z = d/max(std, minStd) > 1, compared in squares so that the
 		// square root is taken only in the tail.
-		if v := max(l.long.Var(), l.minStd*l.minStd); d*d > v {
+		v := l.long.vr
+		// max(v, minStd²) exactly as the builtin computes it (NaN wins,
+		// +0 over -0) in fewer instructions.
+		if m := l.minStd * l.minStd; v <= m || m != m {
+			v = m
+		}
+		if d*d > v {
 			p = NormalTail(d / math.Sqrt(v))
 		}
 	}

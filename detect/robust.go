@@ -17,11 +17,16 @@ type Robust struct {
 	loc   float64
 	mad   float64 // clipped mean absolute deviation
 	n     uint64
+	// equalUntil is derived from alpha: see equalWeightsUntil. Not part of
+	// snapshots.
+	equalUntil uint64
 }
 
 // NewRobust returns a robust estimator with smoothing factor alpha (see
 // AlphaForHalfLife) that clips deviations at clip scales (3 is usual).
-func NewRobust(alpha, clip float64) Robust { return Robust{alpha: alpha, clip: clip} }
+func NewRobust(alpha, clip float64) Robust {
+	return Robust{alpha: alpha, clip: clip, equalUntil: equalWeightsUntil(alpha)}
+}
 
 // Update adds one sample.
 func (r *Robust) Update(x float64) {
@@ -34,7 +39,7 @@ func (r *Robust) Update(x float64) {
 	// the scale does not start from zero; clipping waits for a few samples
 	// so that the first deviations can set the scale.
 	a := r.alpha
-	if float64(r.n-1)*a < 1 { // max(alpha, 1/(n-1)) without a division per update
+	if r.n-1 < r.equalUntil { // max(alpha, 1/(n-1)) without a division per update
 		a = 1 / float64(r.n-1)
 	}
 	d := x - r.loc
@@ -73,6 +78,7 @@ func (r *Robust) encode(w *encoder) {
 
 func (r *Robust) decode(d *decoder) {
 	r.alpha = d.f64()
+	r.equalUntil = equalWeightsUntil(r.alpha)
 	r.clip = d.f64()
 	r.loc = d.f64()
 	r.mad = d.f64()

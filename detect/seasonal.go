@@ -34,6 +34,14 @@ func (s *Seasonal) Bucket(ts int64) int {
 	if ts >= s.lastFrom && ts < s.lastTill {
 		return s.lastIdx
 	}
+	return s.locate(ts)
+}
+
+// locate is Bucket for a ts outside the cached bucket; apart, Bucket's
+// common path is small enough to be inlined.
+//
+//go:noinline
+func (s *Seasonal) locate(ts int64) int {
 	off := ts % s.periodMs
 	if off < 0 {
 		off += s.periodMs
@@ -51,10 +59,18 @@ func (s *Seasonal) Bucket(ts int64) int {
 
 // At returns the bucket statistics for ts; Count() == 0 means that part of
 // the period has not been seen yet.
-func (s *Seasonal) At(ts int64) *EWMA { return &s.buckets[s.Bucket(ts)] }
+func (s *Seasonal) At(ts int64) *EWMA {
+	if ts >= s.lastFrom && ts < s.lastTill {
+		return &s.buckets[s.lastIdx]
+	}
+	return s.atSlow(ts)
+}
+
+//go:noinline
+func (s *Seasonal) atSlow(ts int64) *EWMA { return &s.buckets[s.locate(ts)] }
 
 // Update adds x to the bucket of ts.
-func (s *Seasonal) Update(ts int64, x float64) { s.buckets[s.Bucket(ts)].Update(x) }
+func (s *Seasonal) Update(ts int64, x float64) { s.At(ts).Update(x) }
 
 func (s *Seasonal) encode(w *encoder) {
 	w.i64(s.periodMs)
