@@ -22,7 +22,22 @@ func (s *Store) Querier(mint, maxt int64) (storage.Querier, error) {
 type querier struct {
 	s          *Store
 	mint, maxt int64
+	bufs       []*selectBuf // handed back to the store on Close
 }
+
+// selectBuf is the memory one Select copies the selected series into: the
+// series and their samples from the tail. A rule evaluation runs one
+// query after another, each of which selects the same series again, so a
+// querier hands its buffers back on Close (when the engine is done with
+// the series) and the next query reuses them instead of leaving them to
+// the garbage collector. Buffers for more than maxPooledSeries series are
+// not kept, so that what the pool holds stays small.
+type selectBuf struct {
+	all  []series
+	slab []sample
+}
+
+const maxPooledSeries = 4096
 
 // selectSeries returns the series matching every matcher, narrowed first by
 // an equality matcher on the metric name when there is one.
@@ -72,31 +87,37 @@ func (q *querier) Select(_ context.Context, sortSeries bool, hints *storage.Sele
 	if sortSeries {
 		slices.SortFunc(sel, func(a, b *memSeries) int { return labels.Compare(a.lset, b.lset) })
 	}
-	out := make([]storage.Series, 0, len(sel))
-	all := make([]series, len(sel)) // one allocation, not one per series
-	var slab []sample               // tail samples of every series, in blocks
-	for i, x := range sel {
-		if cap(slab)-len(slab) < tailLen {
-			slab = make([]sample, 0, max(tailLen, min(len(sel)-i, 512)*tailLen))
+	buf := &selectBuf{}
+	if len(sel) <= maxPooledSeries {
+		if b, ok := q.s.selectBufs.Get().(*selectBuf); ok {
+			buf = b
 		}
+		q.bufs = append(q.bufs, buf)
+	}
+	if cap(buf.all) < len(sel) {
+		buf.all = make([]series, 0, len(sel))
+	}
+	if want := len(sel) * tailLen; cap(buf.slab) < want {
+		// Room for every series' whole tail: appends below never
+		// reallocate, so earlier series keep pointing into this slab.
+		buf.slab = make([]sample, 0, want)
+	}
+	all, slab := buf.all[:0], buf.slab[:0]
+	for _, x := range sel {
 		chks, smp, fromTail := x.read(mint, maxt, slab)
 		if fromTail {
-			n := len(smp) - len(slab)
-			if n == 0 {
-				continue
+			if n := len(smp) - len(slab); n > 0 {
+				all = append(all, series{lset: x.lset, samples: smp[len(slab):len(smp):len(smp)]})
 			}
-			all[i] = series{lset: x.lset, samples: smp[len(slab):len(smp):len(smp)]}
 			slab = smp
-			out = append(out, &all[i])
 			continue
 		}
-		if len(chks) == 0 {
-			continue
+		if len(chks) > 0 {
+			all = append(all, series{lset: x.lset, chunks: chks})
 		}
-		all[i] = series{lset: x.lset, chunks: chks}
-		out = append(out, &all[i])
 	}
-	return &seriesSet{list: out, i: -1}
+	buf.all = all
+	return &seriesSet{list: all, i: -1}
 }
 
 func (q *querier) LabelValues(_ context.Context, name string, hints *storage.LabelHints, ms ...*labels.Matcher) ([]string, annotations.Annotations, error) {
@@ -129,10 +150,20 @@ func (q *querier) LabelNames(_ context.Context, hints *storage.LabelHints, ms ..
 	return names, nil, nil
 }
 
-func (*querier) Close() error { return nil }
+// Close hands the Select buffers back for reuse: the series sets must not
+// be read after it, as storage.Querier documents.
+func (q *querier) Close() error {
+	for _, b := range q.bufs {
+		clear(b.all) // drop references to labels and chunks
+		b.all = b.all[:0]
+		q.s.selectBufs.Put(b)
+	}
+	q.bufs = nil
+	return nil
+}
 
 type seriesSet struct {
-	list []storage.Series
+	list []series
 	i    int
 }
 
@@ -140,7 +171,7 @@ func (s *seriesSet) Next() bool {
 	s.i++
 	return s.i < len(s.list)
 }
-func (s *seriesSet) At() storage.Series              { return s.list[s.i] }
+func (s *seriesSet) At() storage.Series              { return &s.list[s.i] }
 func (*seriesSet) Err() error                        { return nil }
 func (*seriesSet) Warnings() annotations.Annotations { return nil }
 

@@ -90,6 +90,9 @@ type Store struct {
 	nextID uint64
 	count  int
 
+	// selectBufs recycles the memory Select copies into (see selectBuf).
+	selectBufs sync.Pool
+
 	m storeMetrics
 }
 

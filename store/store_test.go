@@ -441,3 +441,73 @@ func TestRecentWindowFromTail(t *testing.T) {
 		}
 	})
 }
+
+// TestSelectBuffersReused checks that a querier's series stay intact while
+// it is open, whatever other queriers select meanwhile, and that a querier
+// opened after another was closed reuses its buffers and still reads the
+// right samples.
+func TestSelectBuffersReused(t *testing.T) {
+	s, _ := newStore(t, Config{Retention: time.Hour, MaxSeries: 100})
+	app := s.Appender()
+	refs := make([]SeriesRef, 20)
+	for i := range 30 {
+		for j := range refs {
+			refs[j], _ = app.Append(refs[j], labels.FromStrings("__name__", "x", "j", fmt.Sprint(j)), int64(i)*10_000, float64(i*100+j))
+		}
+	}
+	app.Commit()
+	const last = 290_000
+	x := labels.MustNewMatcher(labels.MatchEqual, "__name__", "x")
+	// Every window from the tail: 6 samples of each of the 20 series.
+	want := map[string][]sample{}
+	for j := range refs {
+		var smp []sample
+		for i := 24; i < 30; i++ {
+			smp = append(smp, sample{int64(i) * 10_000, float64(i*100 + j)})
+		}
+		want[labels.FromStrings("__name__", "x", "j", fmt.Sprint(j)).String()] = smp
+	}
+	read := func(ss storage.SeriesSet) map[string][]sample {
+		out := map[string][]sample{}
+		var it chunkenc.Iterator
+		for ss.Next() {
+			it = ss.At().Iterator(it)
+			var got []sample
+			for it.Next() == chunkenc.ValFloat {
+				ts, v := it.At()
+				got = append(got, sample{ts, v})
+			}
+			out[ss.At().Labels().String()] = got
+		}
+		return out
+	}
+	ctx := context.Background()
+	q1, err := s.Querier(last-55_000, last)
+	require.NoError(t, err)
+	ss1 := q1.Select(ctx, false, nil, x)
+	// Other queriers select and close while q1 is open: q1's series must
+	// not change.
+	for k := range 3 {
+		q2, err := s.Querier(last-55_000+int64(k), last)
+		require.NoError(t, err)
+		require.Equal(t, want, read(q2.Select(ctx, false, nil, x)))
+		require.NoError(t, q2.Close())
+	}
+	require.Equal(t, want, read(ss1))
+	require.NoError(t, q1.Close())
+	require.NoError(t, q1.Close(), "Close is idempotent")
+
+	// After Close the buffers serve the next querier, over other windows
+	// the tail holds.
+	for k := range 2 {
+		q, err := s.Querier(last-55_000-int64(k)*10_000, last)
+		require.NoError(t, err)
+		got := read(q.Select(ctx, false, nil, x))
+		require.Len(t, got, len(want))
+		for name, smp := range got {
+			require.Equal(t, want[name][0].t-int64(k)*10_000, smp[0].t, name)
+			require.Equal(t, want[name][len(want[name])-1], smp[len(smp)-1], name)
+		}
+		require.NoError(t, q.Close())
+	}
+}
