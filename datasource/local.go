@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -38,10 +39,20 @@ type LocalOptions struct {
 // Local evaluates PromQL with Prometheus' own engine over a Queryable (the
 // embedded store), so rule expressions get exact PromQL semantics.
 type Local struct {
-	engine  *promql.Engine
-	q       storage.Queryable
-	timeout time.Duration
-	turns   chan struct{} // nil: no bound on concurrent queries
+	// The engine is built on the first query: an engine holds a few
+	// hundred kilobytes of query statistics, which a source nobody
+	// queries (such as the HTTP API's, usually) need not keep.
+	engineOpts promql.EngineOpts
+	engineOnce sync.Once
+	eng        *promql.Engine
+	q          storage.Queryable
+	timeout    time.Duration
+	turns      chan struct{} // nil: no bound on concurrent queries
+}
+
+func (l *Local) engine() *promql.Engine {
+	l.engineOnce.Do(func() { l.eng = promql.NewEngine(l.engineOpts) })
+	return l.eng
 }
 
 // NewLocal returns the "local" source.
@@ -60,7 +71,7 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 		EnableAtModifier:     true,
 		EnableNegativeOffset: true,
 	}
-	l := &Local{engine: promql.NewEngine(eo), q: opts.Queryable, timeout: eo.Timeout}
+	l := &Local{engineOpts: eo, q: opts.Queryable, timeout: eo.Timeout}
 	if opts.MaxConcurrent > 0 {
 		l.turns = make(chan struct{}, opts.MaxConcurrent)
 	}
@@ -133,7 +144,7 @@ func (l *Local) Query(ctx context.Context, q string, ts time.Time) (parser.Value
 		return nil, nil, err
 	}
 	defer done()
-	qry, err := l.engine.NewInstantQuery(ctx, l.q, nil, q, ts)
+	qry, err := l.engine().NewInstantQuery(ctx, l.q, nil, q, ts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -155,7 +166,7 @@ func (l *Local) QueryRange(ctx context.Context, q string, start, end time.Time, 
 		return nil, nil, err
 	}
 	defer done()
-	qry, err := l.engine.NewRangeQuery(ctx, l.q, nil, q, start, end, step)
+	qry, err := l.engine().NewRangeQuery(ctx, l.q, nil, q, start, end, step)
 	if err != nil {
 		return nil, nil, err
 	}

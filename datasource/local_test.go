@@ -2,6 +2,7 @@ package datasource
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -88,6 +89,32 @@ func TestLocalPromQLCorrectness(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLocalEngineOnFirstQuery checks that a source builds its engine when
+// first queried, once, and shares it between concurrent first queries.
+func TestLocalEngineOnFirstQuery(t *testing.T) {
+	l := newLocal(t, fixtureStore(t))
+	require.Nil(t, l.eng, "no engine before the first query")
+	var wg sync.WaitGroup
+	lens := make([]int, 4)
+	errs := make([]error, 4)
+	for i := range 4 {
+		wg.Go(func() {
+			v, err := l.Instant(context.Background(), `g`, time.Unix(300, 0))
+			lens[i], errs[i] = len(v), err
+		})
+	}
+	wg.Wait()
+	for i := range 4 {
+		require.NoError(t, errs[i])
+		require.Equal(t, 1, lens[i])
+	}
+	eng := l.eng
+	require.NotNil(t, eng)
+	_, err := l.Range(context.Background(), `g`, time.Unix(200, 0), time.Unix(300, 0), time.Minute)
+	require.NoError(t, err)
+	require.Same(t, eng, l.eng, "one engine for every query")
 }
 
 func TestLocalRange(t *testing.T) {
