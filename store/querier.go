@@ -37,7 +37,7 @@ type selectBuf struct {
 	slab []sample
 }
 
-const maxPooledSeries = 4096
+const maxPooledSeries = 1024
 
 // selectSeries returns the series matching every matcher, narrowed first by
 // an equality matcher on the metric name when there is one.
