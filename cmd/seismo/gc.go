@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strings"
+	"time"
 )
 
 // agentGCPercent is the garbage collector's target of "seismo run" unless
@@ -14,11 +17,20 @@ import (
 // memory for some 10-20 % more CPU at 10k series (docs/performance.md).
 const agentGCPercent = 40
 
+// minGCHeadroom is the least heap growth between collections that
+// gcHeadroom keeps. 40 % of a small heap is less than one rule evaluation
+// allocates (about 1.2 MiB at 1k series), so a small agent would collect
+// on every evaluation; a 1k-series agent (about 3 MiB live) collects at
+// about 50 % instead. From about 4 MiB live up, 40 % is more than this and
+// applies unchanged.
+const minGCHeadroom = 3 << 19 // 1.5 MiB
+
 // setAgentGC applies agentGCPercent unless environ sets GOGC, and turns off
 // heap profile sampling unless GODEBUG sets memprofilerate: the agent
 // serves no profiles, and sampling costs a stack walk every 512 KiB
-// allocated and up to 1.4 MiB for the table of sampled stacks.
-func setAgentGC(environ []string) {
+// allocated and up to 1.4 MiB for the table of sampled stacks. It reports
+// whether it set the GC percent (and gcHeadroom should adjust it).
+func setAgentGC(environ []string) bool {
 	gogc, rate := false, false
 	for _, kv := range environ {
 		gogc = gogc || strings.HasPrefix(kv, "GOGC=")
@@ -30,4 +42,48 @@ func setAgentGC(environ []string) {
 	if !rate {
 		runtime.MemProfileRate = 0
 	}
+	return !gogc
+}
+
+// gcPercentFor returns the GC percent that grows a heap of live bytes by
+// agentGCPercent, or by at least minGCHeadroom, and by at most 100 %.
+func gcPercentFor(live uint64) int {
+	if live == 0 {
+		return agentGCPercent
+	}
+	p := int((100*uint64(minGCHeadroom) + live - 1) / live)
+	return min(max(p, agentGCPercent), 100)
+}
+
+// gcHeadroom sets the GC percent from the live heap (as liveHeap reads it)
+// every interval until ctx ends (see minGCHeadroom): at 10k series and
+// above it stays at agentGCPercent.
+func gcHeadroom(interval time.Duration, liveHeap func() uint64) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		cur := agentGCPercent
+		for {
+			if p := gcPercentFor(liveHeap()); p != cur {
+				debug.SetGCPercent(p)
+				cur = p
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// liveHeap returns the heap marked live by the last collection (0 before
+// the first).
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }

@@ -78,7 +78,7 @@ func runAgent(ctx context.Context, cli *cliEnv, f *runFlags) error {
 		return err
 	}
 	logger.Info("starting seismo", "version", getBuildVersion().Version, "config", configName(cfg))
-	setAgentGC(cli.environ)
+	tuneGC := setAgentGC(cli.environ)
 
 	a, err := newAgent(cfg, agentOptions{
 		logger:   logger,
@@ -92,6 +92,9 @@ func runAgent(ctx context.Context, cli *cliEnv, f *runFlags) error {
 	if err := wire(a, cfg, level); err != nil {
 		a.web.Close()
 		return err
+	}
+	if tuneGC {
+		a.addService(service{name: "gc", run: gcHeadroom(5*time.Second, liveHeap)})
 	}
 
 	done := make(chan error, 1)
