@@ -32,15 +32,15 @@ func TestGCPercentFor(t *testing.T) {
 		want int
 	}{
 		{0, agentGCPercent},
-		{1 << 20, 100},                     // 1 MiB: capped
-		{3 << 20, 50},                      // a 1k-series agent
-		{minGCHeadroom * 100 / 40, 40},     // where 40 % is the headroom
-		{16 << 20, agentGCPercent},         // a 10k-series agent
-		{1 << 40, agentGCPercent},          // large heaps
-		{minGCHeadroom*100/40 - 1<<16, 41}, // just under
-		{minGCHeadroom * 2, 50},            // exactly twice the headroom
-		{minGCHeadroom*2 + 1, 50},          // rounds up
-		{minGCHeadroom, 100},               // capped
+		{1 << 20, 100}, // 1 MiB: capped
+		{3 << 20, 50},  // a 1k-series agent
+		{minGCHeadroom * 100 / agentGCPercent, agentGCPercent},         // where agentGCPercent is the headroom
+		{minGCHeadroom*100/agentGCPercent - 1<<16, agentGCPercent + 1}, // just under
+		{16 << 20, agentGCPercent},                                     // a 10k-series agent
+		{1 << 40, agentGCPercent},                                      // large heaps
+		{minGCHeadroom * 2, 50},                                        // exactly twice the headroom
+		{minGCHeadroom*2 + 1, 50},                                      // rounds up
+		{minGCHeadroom, 100},                                           // capped
 	} {
 		require.Equal(t, tt.want, gcPercentFor(tt.live), "live %d", tt.live)
 	}
