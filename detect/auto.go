@@ -71,6 +71,19 @@ type AutoConfig struct {
 	// sample): longer than ShortHalfLife because a changed pattern shows
 	// over several samples, not in one.
 	PatternHalfLife float64 `yaml:"pattern_half_life"`
+	// SpikeZ is the bound of the spike path: a value this many standard
+	// deviations from a short exponentially weighted mean and spread
+	// (SpikeHalfLife samples, the plain z-score's baseline) scores as
+	// that z-score does, unless the series crosses the bound often. It
+	// catches a one-sample spike or dip that the likelihoods, which
+	// average surprise over a few samples, dilute. 0 disables the path.
+	SpikeZ        float64 `yaml:"spike_z"`
+	SpikeHalfLife float64 `yaml:"spike_half_life"`
+	// SpikeRate mutes the spike path on a series whose crossings of the
+	// bound (counted once per excursion, over the likelihood's long
+	// memory) are more frequent than this share of samples: a
+	// heavy-tailed series, whose spikes are not news.
+	SpikeRate float64 `yaml:"spike_rate"`
 }
 
 // DefaultAutoConfig returns the defaults: the likelihood and episode
@@ -94,6 +107,9 @@ func DefaultAutoConfig() AutoConfig {
 		MinDayVisits:     3,
 		DayHalfLife:      20,
 		PatternHalfLife:  5,
+		SpikeZ:           5,
+		SpikeHalfLife:    50,
+		SpikeRate:        0.001,
 	}
 }
 
@@ -134,6 +150,15 @@ func (c *AutoConfig) Validate() error {
 		}
 		checkHalfLife(&errs, "day_half_life", c.DayHalfLife)
 	}
+	if !(c.SpikeZ >= 0) || math.IsInf(c.SpikeZ, 0) {
+		errs.Addf("spike_z", "must be 0 (off) or a positive number of standard deviations, got %v", c.SpikeZ)
+	}
+	if c.SpikeZ > 0 {
+		checkHalfLife(&errs, "spike_half_life", c.SpikeHalfLife)
+		if !(c.SpikeRate >= 0 && c.SpikeRate <= 1) {
+			errs.Addf("spike_rate", "must be a share of samples in [0, 1], got %v", c.SpikeRate)
+		}
+	}
 	return errs.Err()
 }
 
@@ -154,7 +179,7 @@ func (c *AutoConfig) fields() []configField {
 		{"surprise_cap", c.SurpriseCap}, {"short_half_life", c.ShortHalfLife}, {"long_half_life", c.LongHalfLife},
 		{"extreme_tolerance", c.ExtremeTolerance}, {"extreme_after", float64(c.ExtremeAfter)}, {"quiet", float64(c.Quiet)}, {"calm", float64(c.Calm)},
 		{"day_buckets", float64(c.DayBuckets)}, {"min_day_visits", float64(c.MinDayVisits)}, {"day_half_life", c.DayHalfLife},
-		{"pattern_half_life", c.PatternHalfLife},
+		{"pattern_half_life", c.PatternHalfLife}, {"spike_z", c.SpikeZ}, {"spike_half_life", c.SpikeHalfLife}, {"spike_rate", c.SpikeRate},
 	}
 }
 
@@ -172,7 +197,10 @@ func (c *AutoConfig) fields() []configField {
 //     is log-scaled into the score;
 //  3. once the range is established, scores a value beyond the range seen
 //     so far as anomalous outright;
-//  4. after an alert, keeps State anomalous and starts no new alert until
+//  4. scores a sample far outside a short mean and spread (the plain
+//     z-score's baseline) as that z-score does, unless the series often
+//     goes that far (the spike path);
+//  5. after an alert, keeps State anomalous and starts no new alert until
 //     the series has been calm (score below half the threshold) for Calm
 //     samples, or at most Quiet samples, so that one incident yields one
 //     alert and a rule's `for:` sees the incident last.
@@ -195,6 +223,9 @@ type Auto struct {
 	stepLk Likelihood // likelihood of step surprise
 	prev   float64
 	first  int64 // timestamp of the first sample
+	spike  EWMA  // the spike path's baseline
+	spikes EWMA  // rate of spike-path crossings (once per excursion)
+	out    bool  // the previous sample was beyond the spike bound
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -209,6 +240,8 @@ func NewAuto(c AutoConfig) *Auto {
 		lik:    NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05),
 		step:   NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
 		stepLk: NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
+		spike:  NewEWMA(AlphaForHalfLife(c.SpikeHalfLife)),
+		spikes: NewEWMA(AlphaForHalfLife(c.LongHalfLife)),
 	}
 	if c.DayBuckets > 0 {
 		a.day = NewSeasonal(dayMs, c.DayBuckets, AlphaForHalfLife(c.DayHalfLife))
@@ -256,6 +289,10 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 	}
 	p := min(a.lik.Update(surprise), pDay, pStep)
+	spike := 0.0
+	if c.SpikeZ > 0 {
+		spike = a.spikePath(x)
+	}
 	a.prev = x
 	a.level.Update(x)
 	if c.DayBuckets > 0 {
@@ -276,12 +313,12 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		// and 0 otherwise, and 0 on a sample that turns anomalous again
 		// within the episode: that is no new alert.
 		a.quiet--
-		if p > a.calmP && !extreme {
+		if p > a.calmP && !extreme && spike < c.Threshold/2 {
 			a.calm++
 		} else {
 			v.State = StateAnomalous
 			if a.last.State == StateAnomalous {
-				v.Score = a.score(p, extreme)
+				v.Score = a.score(p, extreme, spike)
 			}
 			a.calm = 0
 		}
@@ -289,7 +326,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			a.quiet = 0
 		}
 	default:
-		v.Score = a.score(p, extreme)
+		v.Score = a.score(p, extreme, spike)
 		if v.Score >= c.Threshold {
 			v.State = StateAnomalous
 			a.quiet, a.calm = c.Quiet, 0
@@ -299,12 +336,42 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	return v
 }
 
-// score maps the least likely probability and the new-extreme flag to the
-// sample's score.
-func (a *Auto) score(p float64, extreme bool) float64 {
-	s := LogTailScore(p)
+// score maps the least likely probability, the new-extreme flag and the
+// spike path's score to the sample's score.
+func (a *Auto) score(p float64, extreme bool, spike float64) float64 {
+	s := max(LogTailScore(p), spike)
 	if extreme {
 		s = max(s, 0.999)
+	}
+	return s
+}
+
+// spikePath returns the spike path's score for x and learns x: the plain
+// z-score's score beyond SpikeZ, 0 within it or while the series' rate of
+// crossings exceeds SpikeRate. A crossing counts once per excursion, so a
+// level shift counts as one event, not as every sample until the
+// baseline catches up; the rate is learned only after the warm-up, and
+// judged before the sample's own crossing counts, so the first spike on a
+// well-behaved series is news.
+func (a *Auto) spikePath(x float64) float64 {
+	c := &a.cfg
+	m := a.spike.Mean()
+	z := (x - m) / max(a.spike.Std(), scaleFloor(m))
+	a.spike.Update(x)
+	s, crossed := 0.0, 0.0
+	if math.Abs(z) >= c.SpikeZ {
+		if a.spike.Count() > 2 && a.spikes.Mean() <= c.SpikeRate {
+			s = zScore(z)
+		}
+		if !a.out {
+			crossed = 1
+		}
+		a.out = true
+	} else {
+		a.out = false
+	}
+	if a.n > uint64(c.WarmUp) {
+		a.spikes.Update(crossed)
 	}
 	return s
 }
@@ -333,6 +400,9 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.u64(a.n)
 	w.i64(int64(a.quiet))
 	w.i64(int64(a.calm))
+	a.spike.encode(w)
+	a.spikes.encode(w)
+	w.bool(a.out)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -359,6 +429,9 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.n = r.u64()
 	a.quiet = int(r.i64())
 	a.calm = int(r.i64())
+	a.spike.decode(r)
+	a.spikes.decode(r)
+	a.out = r.bool()
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)
