@@ -260,7 +260,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	loc := a.level.Loc()
 	scale := max(a.level.Scale(), scaleFloor(loc))
 	surprise := 0.0
-	extreme := false
+	extreme := 0.0 // the new-extreme score; 0 if x is no new extreme
 	pDay, pStep := 1.0, 1.0
 	if a.n == 1 {
 		a.lo, a.hi = x, x
@@ -284,8 +284,15 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		pStep = a.stepLk.Update(min(step, c.SurpriseCap))
 		a.step.Update(d)
 		tol := c.ExtremeTolerance * (a.hi - a.lo)
-		extreme = c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol || x < a.lo-tol) &&
-			levelZ >= extremeMinZ
+		if c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol || x < a.lo-tol) &&
+			levelZ >= extremeMinZ {
+			// Graded by how far the record is beaten, in robust
+			// standard deviations: the threshold when barely, 0.999
+			// from SurpriseCap on. Every new extreme alerts; ranking
+			// them lets a stricter threshold keep the clear ones.
+			beyond := max(x-a.hi, a.lo-x) / scale
+			extreme = c.Threshold + (0.999-c.Threshold)*min(beyond/c.SurpriseCap, 1)
+		}
 		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 	}
 	p := min(a.lik.Update(surprise), pDay, pStep)
@@ -313,12 +320,12 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		// and 0 otherwise, and 0 on a sample that turns anomalous again
 		// within the episode: that is no new alert.
 		a.quiet--
-		if p > a.calmP && !extreme && spike < c.Threshold/2 {
+		if p > a.calmP && extreme == 0 && spike < c.Threshold/2 {
 			a.calm++
 		} else {
 			v.State = StateAnomalous
 			if a.last.State == StateAnomalous {
-				v.Score = a.score(p, extreme, spike)
+				v.Score = max(LogTailScore(p), extreme, spike)
 			}
 			a.calm = 0
 		}
@@ -326,7 +333,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			a.quiet = 0
 		}
 	default:
-		v.Score = a.score(p, extreme, spike)
+		v.Score = max(LogTailScore(p), extreme, spike)
 		if v.Score >= c.Threshold {
 			v.State = StateAnomalous
 			a.quiet, a.calm = c.Quiet, 0
@@ -334,16 +341,6 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	}
 	a.last = v
 	return v
-}
-
-// score maps the least likely probability, the new-extreme flag and the
-// spike path's score to the sample's score.
-func (a *Auto) score(p float64, extreme bool, spike float64) float64 {
-	s := max(LogTailScore(p), spike)
-	if extreme {
-		s = max(s, 0.999)
-	}
-	return s
 }
 
 // spikePath returns the spike path's score for x and learns x: the plain
