@@ -80,9 +80,9 @@ type AutoConfig struct {
 	SpikeZ        float64 `yaml:"spike_z"`
 	SpikeHalfLife float64 `yaml:"spike_half_life"`
 	// SpikeRate mutes the spike path on a series whose crossings of the
-	// bound (counted once per excursion, over the likelihood's long
-	// memory) are more frequent than this share of samples: a
-	// heavy-tailed series, whose spikes are not news.
+	// bound (counted once per excursion, since the warm-up) are more
+	// frequent than this share of samples: a heavy-tailed series, whose
+	// spikes are not news.
 	SpikeRate float64 `yaml:"spike_rate"`
 }
 
@@ -208,24 +208,24 @@ func (c *AutoConfig) fields() []configField {
 // It costs O(1) work and a fixed ~1 KiB per series (mostly the 24
 // time-of-day baselines).
 type Auto struct {
-	cfg    AutoConfig
-	level  Robust
-	lik    Likelihood
-	lo, hi float64 // range seen so far
-	n      uint64
-	quiet  int     // samples of quiet left
-	calm   int     // consecutive calm samples during the quiet period
-	calmP  float64 // a likelihood above this is calm (see NewAuto)
-	last   Verdict
-	day    Seasonal   // time-of-day baselines; unused when DayBuckets is 0
-	dayLik Likelihood // likelihood of the time-of-day surprise alone
-	step   Robust     // change from the previous sample
-	stepLk Likelihood // likelihood of step surprise
-	prev   float64
-	first  int64 // timestamp of the first sample
-	spike  EWMA  // the spike path's baseline
-	spikes EWMA  // rate of spike-path crossings (once per excursion)
-	out    bool  // the previous sample was beyond the spike bound
+	cfg       AutoConfig
+	level     Robust
+	lik       Likelihood
+	lo, hi    float64 // range seen so far
+	n         uint64
+	quiet     int     // samples of quiet left
+	calm      int     // consecutive calm samples during the quiet period
+	calmP     float64 // a likelihood above this is calm (see NewAuto)
+	last      Verdict
+	day       Seasonal   // time-of-day baselines; unused when DayBuckets is 0
+	dayLik    Likelihood // likelihood of the time-of-day surprise alone
+	step      Robust     // change from the previous sample
+	stepLk    Likelihood // likelihood of step surprise
+	prev      float64
+	first     int64  // timestamp of the first sample
+	spike     EWMA   // the spike path's baseline
+	crossings uint64 // spike-path crossings after the warm-up, once per excursion
+	out       bool   // the previous sample was beyond the spike bound
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -241,7 +241,6 @@ func NewAuto(c AutoConfig) *Auto {
 		step:   NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
 		stepLk: NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
 		spike:  NewEWMA(AlphaForHalfLife(c.SpikeHalfLife)),
-		spikes: NewEWMA(AlphaForHalfLife(c.LongHalfLife)),
 	}
 	if c.DayBuckets > 0 {
 		a.day = NewSeasonal(dayMs, c.DayBuckets, AlphaForHalfLife(c.DayHalfLife))
@@ -347,29 +346,30 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 // z-score's score beyond SpikeZ, 0 within it or while the series' rate of
 // crossings exceeds SpikeRate. A crossing counts once per excursion, so a
 // level shift counts as one event, not as every sample until the
-// baseline catches up; the rate is learned only after the warm-up, and
-// judged before the sample's own crossing counts, so the first spike on a
-// well-behaved series is news.
+// baseline catches up; crossings count only after the warm-up, and the
+// rate is judged before the sample's own crossing counts, so the first
+// spike on a well-behaved series is news. Within the bound (most samples)
+// it costs one EWMA update and a comparison of squares.
 func (a *Auto) spikePath(x float64) float64 {
 	c := &a.cfg
 	m := a.spike.Mean()
-	z := (x - m) / max(a.spike.Std(), scaleFloor(m))
+	d := x - m
+	v := max(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
+	n := a.spike.Count()
 	a.spike.Update(x)
-	s, crossed := 0.0, 0.0
-	if math.Abs(z) >= c.SpikeZ {
-		if a.spike.Count() > 2 && a.spikes.Mean() <= c.SpikeRate {
-			s = zScore(z)
-		}
-		if !a.out {
-			crossed = 1
-		}
-		a.out = true
-	} else {
+	if d*d < c.SpikeZ*c.SpikeZ*v || n < 2 {
 		a.out = false
+		return 0
 	}
-	if a.n > uint64(c.WarmUp) {
-		a.spikes.Update(crossed)
+	s := 0.0
+	seen := a.n - min(a.n, uint64(c.WarmUp))
+	if float64(a.crossings) <= c.SpikeRate*float64(seen) {
+		s = zScore(d / math.Sqrt(v))
 	}
+	if !a.out && seen > 0 {
+		a.crossings++
+	}
+	a.out = true
 	return s
 }
 
@@ -398,7 +398,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.i64(int64(a.quiet))
 	w.i64(int64(a.calm))
 	a.spike.encode(w)
-	a.spikes.encode(w)
+	w.u64(a.crossings)
 	w.bool(a.out)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
@@ -427,7 +427,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.quiet = int(r.i64())
 	a.calm = int(r.i64())
 	a.spike.decode(r)
-	a.spikes.decode(r)
+	a.crossings = r.u64()
 	a.out = r.bool()
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
