@@ -84,6 +84,14 @@ type AutoConfig struct {
 	// frequent than this share of samples: a heavy-tailed series, whose
 	// spikes are not news.
 	SpikeRate float64 `yaml:"spike_rate"`
+	// JumpZ lets the spike path see jumps too: a change from the previous
+	// sample of JumpZ robust standard deviations of the series' changes
+	// counts as a SpikeZ excursion (and more as much more). It catches a
+	// sudden drop or surge that the short baseline's spread, swollen by a
+	// daily cycle or an earlier shift, hides. On a series of whole
+	// numbers the spread of changes is at least that of the difference
+	// of two Poisson counts, sqrt(2 × level). 0 disables it.
+	JumpZ float64 `yaml:"jump_z"`
 }
 
 // DefaultAutoConfig returns the defaults: the likelihood and episode
@@ -110,6 +118,7 @@ func DefaultAutoConfig() AutoConfig {
 		SpikeZ:           5,
 		SpikeHalfLife:    50,
 		SpikeRate:        0.001,
+		JumpZ:            10,
 	}
 }
 
@@ -158,6 +167,9 @@ func (c *AutoConfig) Validate() error {
 		if !(c.SpikeRate >= 0 && c.SpikeRate <= 1) {
 			errs.Addf("spike_rate", "must be a share of samples in [0, 1], got %v", c.SpikeRate)
 		}
+		if !(c.JumpZ >= 0) || math.IsInf(c.JumpZ, 0) {
+			errs.Addf("jump_z", "must be 0 (off) or a positive number of standard deviations, got %v", c.JumpZ)
+		}
 	}
 	return errs.Err()
 }
@@ -179,7 +191,7 @@ func (c *AutoConfig) fields() []configField {
 		{"surprise_cap", c.SurpriseCap}, {"short_half_life", c.ShortHalfLife}, {"long_half_life", c.LongHalfLife},
 		{"extreme_tolerance", c.ExtremeTolerance}, {"extreme_after", float64(c.ExtremeAfter)}, {"quiet", float64(c.Quiet)}, {"calm", float64(c.Calm)},
 		{"day_buckets", float64(c.DayBuckets)}, {"min_day_visits", float64(c.MinDayVisits)}, {"day_half_life", c.DayHalfLife},
-		{"pattern_half_life", c.PatternHalfLife}, {"spike_z", c.SpikeZ}, {"spike_half_life", c.SpikeHalfLife}, {"spike_rate", c.SpikeRate},
+		{"pattern_half_life", c.PatternHalfLife}, {"spike_z", c.SpikeZ}, {"spike_half_life", c.SpikeHalfLife}, {"spike_rate", c.SpikeRate}, {"jump_z", c.JumpZ},
 	}
 }
 
@@ -226,6 +238,7 @@ type Auto struct {
 	spike     EWMA   // the spike path's baseline
 	crossings uint64 // spike-path crossings after the warm-up, once per excursion
 	out       bool   // the previous sample was beyond the spike bound
+	fraction  bool   // some value seen was not a whole number
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -256,11 +269,13 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	}
 	c := &a.cfg
 	a.n++
+	a.fraction = a.fraction || x != math.Trunc(x)
 	loc := a.level.Loc()
 	scale := max(a.level.Scale(), scaleFloor(loc))
 	surprise := 0.0
 	extreme := 0.0 // the new-extreme score; 0 if x is no new extreme
 	pDay, pStep := 1.0, 1.0
+	jump := 0.0 // the step in the spike path's units (SpikeZ/JumpZ per step σ)
 	if a.n == 1 {
 		a.lo, a.hi = x, x
 		a.first = ts
@@ -279,7 +294,15 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			}
 		}
 		d := x - a.prev
-		step := math.Abs(d-a.step.Loc()) / max(a.step.Scale(), scaleFloor(loc))
+		dev := math.Abs(d - a.step.Loc())
+		step := dev / max(a.step.Scale(), scaleFloor(loc))
+		if c.JumpZ > 0 && c.SpikeZ > 0 {
+			js := max(a.step.Scale(), scaleFloor(loc))
+			if !a.fraction {
+				js = max(js, math.Sqrt(2*max(loc, 0.5)))
+			}
+			jump = dev / js * c.SpikeZ / c.JumpZ
+		}
 		pStep = a.stepLk.Update(min(step, c.SurpriseCap))
 		a.step.Update(d)
 		tol := c.ExtremeTolerance * (a.hi - a.lo)
@@ -297,7 +320,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	p := min(a.lik.Update(surprise), pDay, pStep)
 	spike := 0.0
 	if c.SpikeZ > 0 {
-		spike = a.spikePath(x)
+		spike = a.spikePath(x, jump)
 	}
 	a.prev = x
 	a.level.Update(x)
@@ -343,28 +366,34 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 }
 
 // spikePath returns the spike path's score for x and learns x: the plain
-// z-score's score beyond SpikeZ, 0 within it or while the series' rate of
-// crossings exceeds SpikeRate. A crossing counts once per excursion, so a
+// z-score's score beyond SpikeZ (or, for a jump, the jump's, in the same
+// units), 0 within it or while the series' rate of crossings exceeds
+// SpikeRate. A crossing counts once per excursion, so a
 // level shift counts as one event, not as every sample until the
 // baseline catches up; crossings count only after the warm-up, and the
 // rate is judged before the sample's own crossing counts, so the first
 // spike on a well-behaved series is news. Within the bound (most samples)
 // it costs one EWMA update and a comparison of squares.
-func (a *Auto) spikePath(x float64) float64 {
+func (a *Auto) spikePath(x, jump float64) float64 {
 	c := &a.cfg
 	m := a.spike.Mean()
 	d := x - m
 	v := max(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
 	n := a.spike.Count()
 	a.spike.Update(x)
-	if d*d < c.SpikeZ*c.SpikeZ*v || n < 2 {
+	out := d*d >= c.SpikeZ*c.SpikeZ*v
+	if !(out || jump >= c.SpikeZ) || n < 2 {
 		a.out = false
 		return 0
+	}
+	z := jump
+	if out {
+		z = max(z, math.Abs(d)/math.Sqrt(v))
 	}
 	s := 0.0
 	seen := a.n - min(a.n, uint64(c.WarmUp))
 	if float64(a.crossings) <= c.SpikeRate*float64(seen) {
-		s = zScore(d / math.Sqrt(v))
+		s = zScore(z)
 	}
 	if !a.out && seen > 0 {
 		a.crossings++
@@ -400,6 +429,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	a.spike.encode(w)
 	w.u64(a.crossings)
 	w.bool(a.out)
+	w.bool(a.fraction)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -429,6 +459,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.spike.decode(r)
 	a.crossings = r.u64()
 	a.out = r.bool()
+	a.fraction = r.bool()
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)
