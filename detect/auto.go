@@ -82,7 +82,8 @@ type AutoConfig struct {
 	// SpikeRate mutes the spike path on a series whose crossings of the
 	// bound (counted once per excursion, since the warm-up) are more
 	// frequent than this share of samples: a heavy-tailed series, whose
-	// spikes are not news.
+	// spikes are not news. One crossing is no rate: the path mutes only
+	// once there have been more than 1 + SpikeRate × samples.
 	SpikeRate float64 `yaml:"spike_rate"`
 	// JumpZ lets the spike path see jumps too: a change from the previous
 	// sample of JumpZ robust standard deviations of the series' changes
@@ -367,13 +368,14 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 
 // spikePath returns the spike path's score for x and learns x: the plain
 // z-score's score beyond SpikeZ (or, for a jump, the jump's, in the same
-// units), 0 within it or while the series' rate of crossings exceeds
-// SpikeRate. A crossing counts once per excursion, so a
+// units), 0 within it or while the series' crossings exceed
+// 1 + SpikeRate × samples. A crossing counts once per excursion, so a
 // level shift counts as one event, not as every sample until the
-// baseline catches up; crossings count only after the warm-up, and the
-// rate is judged before the sample's own crossing counts, so the first
-// spike on a well-behaved series is news. Within the bound (most samples)
-// it costs one EWMA update and a comparison of squares.
+// baseline catches up; crossings count only after the warm-up and are
+// judged before the sample's own crossing counts. One earlier crossing is
+// allowed whatever the length, since one event is no rate: on a short
+// series the first incident must not mute the second. Within the bounds
+// (most samples) it costs one EWMA update and two comparisons.
 func (a *Auto) spikePath(x, jump float64) float64 {
 	c := &a.cfg
 	m := a.spike.Mean()
@@ -392,7 +394,7 @@ func (a *Auto) spikePath(x, jump float64) float64 {
 	}
 	s := 0.0
 	seen := a.n - min(a.n, uint64(c.WarmUp))
-	if float64(a.crossings) <= c.SpikeRate*float64(seen) {
+	if float64(a.crossings) <= 1+c.SpikeRate*float64(seen) {
 		s = zScore(z)
 	}
 	if !a.out && seen > 0 {
