@@ -41,7 +41,8 @@ type AutoConfig struct {
 	LongHalfLife  float64 `yaml:"long_half_life"`
 	// ExtremeTolerance is how far beyond the range seen so far (as a share
 	// of that range) a value must lie to count as a new extreme, which
-	// scores as anomalous outright. Negative disables the check.
+	// scores as anomalous outright. A record must also be beaten by as
+	// much as the level has moved towards it since it was set. Negative disables the check.
 	ExtremeTolerance float64 `yaml:"extreme_tolerance"`
 	// ExtremeAfter is the number of samples before new extremes count: in
 	// a short history every few samples sets a record. With DayBuckets on,
@@ -240,6 +241,10 @@ type Auto struct {
 	crossings uint64 // spike-path crossings after the warm-up, once per excursion
 	out       bool   // the previous sample was beyond the spike bound
 	fraction  bool   // some value seen was not a whole number
+	// The level when the highest and lowest values were set: a record
+	// must be beaten by as much as the level has since moved towards it,
+	// so that a drifting level does not make records cheap.
+	locHi, locLo float64
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -280,6 +285,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	if a.n == 1 {
 		a.lo, a.hi = x, x
 		a.first = ts
+		a.locHi, a.locLo = x, x
 	} else {
 		levelZ := math.Abs(x-loc) / scale
 		surprise = min(levelZ, c.SurpriseCap)
@@ -307,14 +313,20 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		pStep = a.stepLk.Update(min(step, c.SurpriseCap))
 		a.step.Update(d)
 		tol := c.ExtremeTolerance * (a.hi - a.lo)
-		if c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol || x < a.lo-tol) &&
+		if c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) &&
 			levelZ >= extremeMinZ {
 			// Graded by how far the record is beaten, in robust
 			// standard deviations: the threshold when barely, 0.999
 			// from SurpriseCap on. Every new extreme alerts; ranking
 			// them lets a stricter threshold keep the clear ones.
-			beyond := max(x-a.hi, a.lo-x) / scale
+			beyond := max(x-a.hi-max(0, loc-a.locHi), a.lo-x-max(0, a.locLo-loc)) / scale
 			extreme = c.Threshold + (0.999-c.Threshold)*min(beyond/c.SurpriseCap, 1)
+		}
+		if x > a.hi {
+			a.locHi = loc
+		}
+		if x < a.lo {
+			a.locLo = loc
 		}
 		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 	}
@@ -424,6 +436,8 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.f64(a.prev)
 	w.f64(a.lo)
 	w.f64(a.hi)
+	w.f64(a.locLo)
+	w.f64(a.locHi)
 	w.i64(a.first)
 	w.u64(a.n)
 	w.i64(int64(a.quiet))
@@ -454,6 +468,8 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.prev = r.f64()
 	a.lo = r.f64()
 	a.hi = r.f64()
+	a.locLo = r.f64()
+	a.locHi = r.f64()
 	a.first = r.i64()
 	a.n = r.u64()
 	a.quiet = int(r.i64())
