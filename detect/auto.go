@@ -302,11 +302,13 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		}
 		d := x - a.prev
 		dev := math.Abs(d - a.step.Loc())
-		step := dev / max(a.step.Scale(), scaleFloor(loc))
-		if c.JumpZ > 0 && c.SpikeZ > 0 {
-			js := max(a.step.Scale(), scaleFloor(loc))
-			if !a.fraction {
-				js = max(js, math.Sqrt(2*max(loc, 0.5)))
+		js := max(a.step.Scale(), scaleFloor(loc))
+		step := dev / js
+		// A jump needs dev ≥ JumpZ·js (and, on whole numbers, dev² ≥
+		// JumpZ²·2·level); only then is its size worked out.
+		if c.JumpZ > 0 && c.SpikeZ > 0 && dev >= c.JumpZ*js {
+			if pf := 2 * max(loc, 0.5); !a.fraction && js*js < pf {
+				js = math.Sqrt(pf)
 			}
 			jump = dev / js * c.SpikeZ / c.JumpZ
 		}
