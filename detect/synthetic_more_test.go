@@ -249,8 +249,10 @@ var moreFamilies = []family{
 
 // TestSyntheticMeans prints, for experiments, the mean standard scores of
 // auto and zscore per family over the seeds in SEISMO_SYNTH_SEEDS (e.g.
-// "1-6"); it is skipped without it. SEISMO_NAB_DETECTOR=auto with
-// SEISMO_NAB_CONFIG sets auto's config as in the other tests.
+// "7-12"), and checks that auto's mean over all families is at least
+// zscore's, optimised and at the own thresholds; it is skipped without
+// the variable. SEISMO_NAB_DETECTOR=auto with SEISMO_NAB_CONFIG sets
+// auto's config as in the other tests.
 func TestSyntheticMeans(t *testing.T) {
 	spec := os.Getenv("SEISMO_SYNTH_SEEDS")
 	if spec == "" {
@@ -285,19 +287,24 @@ func TestSyntheticMeans(t *testing.T) {
 		t.Log(l)
 	}
 	t.Logf("%-14s auto %6.1f / %6.1f   zscore %6.1f / %6.1f", "MEAN", all[0], all[1], all[2], all[3])
+	require.GreaterOrEqual(t, all[0], all[2], "auto's mean below zscore's, optimised")
+	require.GreaterOrEqual(t, all[1], all[3], "auto's mean below zscore's, fixed thresholds")
 }
 
 // TestSyntheticPerFile logs per-series detections of one family
-// (SEISMO_SYNTH_FAMILY) for experiments.
+// (SEISMO_SYNTH_FAMILY, with SEISMO_NAB_PERFILE=1) for experiments; the
+// family must exist.
 func TestSyntheticPerFile(t *testing.T) {
 	name := os.Getenv("SEISMO_SYNTH_FAMILY")
 	if name == "" {
 		t.Skip("set SEISMO_SYNTH_FAMILY to run")
 	}
+	found := false
 	for _, f := range families {
 		if f.name != name {
 			continue
 		}
+		found = true
 		series := f.generate(synthSeed(t))
 		for i, s := range series {
 			t.Logf("#%d n=%d onsets %v windows %v", i, len(s.values), s.onsets, s.windows)
@@ -308,4 +315,5 @@ func TestSyntheticPerFile(t *testing.T) {
 			t.Logf("%s fix %s", kind, fx)
 		}
 	}
+	require.True(t, found, "no family %q", name)
 }
