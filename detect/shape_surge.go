@@ -146,7 +146,6 @@ func (c *SurgeConfig) New() (Composite, error) {
 const (
 	shapeLatOff   = 1e-9
 	shapeQueueOff = 1
-	shapeBusyOff  = 0.01
 	// shapeSlopeFloor floors the standard deviation of the rate's rise
 	// over two samples: a rise of 1 % of the baseline.
 	shapeSlopeFloor = 0.01
@@ -183,7 +182,8 @@ type Surge struct {
 	// flight is the log of the mean time in the service, in-flight
 	// requests over the request rate (Little's law).
 	flight shapeBaseline
-	// busy is the log of in-flight requests over workers.
+	// busy is in-flight requests over workers (a share; small pools make
+	// it too noisy for a z-score, so only its usual level is used).
 	busy shapeBaseline
 	// slope is the request rate's rise over two samples, in baselines.
 	slope shapeBaseline
@@ -409,11 +409,10 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 
 // heading judges whether the request rate is climbing at a surge's pace
 // and, with a workers signal, whether the workers are full or that climb
-// is filling them: in-flight requests at BusyShare of them or more, well
-// above their usual share, and growing fast enough to fill them within
-// Lead. Both are
-// measured since the sample before last (the last one when only one is
-// known): over two steps, noise in the gauges matters less.
+// is filling them: in-flight requests at BusyShare of them or more (where
+// they usually are below it), and growing fast enough to fill them within
+// Lead. Both are measured since the sample before last (the last one when
+// only one is known): over two steps, noise in the gauges matters less.
 func (s *Surge) heading(ts int64, o *shapeSurgeObs, warm bool) {
 	c := &s.cfg
 	if !warm || s.nHist == 0 {
@@ -435,8 +434,11 @@ func (s *Surge) heading(ts int64, o *shapeSurgeObs, warm bool) {
 		o.climb = o.rise / dt * float64(time.Minute.Milliseconds())
 	}
 	prev := s.histBusy[i]
+	// A pool that is usually busier than BusyShare is not judged by it:
+	// its in-flight gauge may count what the workers do not (requests
+	// waiting on asynchronous I/O).
 	if !o.okBusy || math.IsNaN(prev) || s.busy.n < int64(c.WarmUp) || o.busy < c.BusyShare ||
-		shapeLogZ(&s.busy, o.busy, shapeBusyOff) < c.Sigmas {
+		s.busy.mean >= c.BusyShare {
 		return
 	}
 	// Workers full is saturation whether or not the rate still climbs (but
@@ -470,7 +472,7 @@ func (s *Surge) learn(step int64, o *shapeSurgeObs) {
 		s.slope.update(step, o.rise, c.Baseline, c.Sigmas, 0, shapeSlopeFloor, c.WarmUp)
 	}
 	if o.okBusy {
-		s.busy.update(step, shapeLog(o.busy, shapeBusyOff), c.Baseline, c.Sigmas, 0, shapeLogFloor, c.WarmUp)
+		s.busy.update(step, o.busy, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 	}
 	if o.okErr {
 		s.errShare.update(step, o.errShare, c.Baseline, c.Sigmas, 0, shapeShareFloor, c.WarmUp)
@@ -492,7 +494,10 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 	}
 	var b strings.Builder
 	b.WriteString("traffic " + shapeNum(ratio) + "× baseline (" + shapeVal(o.req, "req/s") + ", normal " +
-		shapeVal(s.reqs.mean, "req/s") + "), reached within " + shapeDur(s.riseMS))
+		shapeVal(s.reqs.mean, "req/s") + ")")
+	if s.riseMS > 0 { // 0: the surge began (filling the workers) before the rate was a tenth of the way up
+		b.WriteString(", reached within " + shapeDur(s.riseMS))
+	}
 	if s.peak > ratio*1.05 {
 		b.WriteString(" and peaking at " + shapeNum(s.peak) + "×")
 	}
@@ -530,14 +535,15 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 		}
 	}
 	if o.okBusy {
-		x.Signals = append(x.Signals, shapeLogSignal("busy", "ratio", o.busy, &s.busy, c.Sigmas, shapeBusyOff))
+		x.Signals = append(x.Signals, model.Signal{Name: "busy", Unit: "ratio", Current: o.busy,
+			Expected: s.busy.mean, Lower: 0, Upper: c.BusyShare})
 		if o.satBusy && s.busyAt != shapeNever {
 			fill := "workers full ("
 			if o.busy < 1 {
 				fill = "workers " + shapeVal(o.busy, "ratio") + " busy, filling within " + shapeDur(int64(o.fill)) + " ("
 			}
 			signs = append(signs, fill+shapeNum(o.inFlight)+" in flight for "+shapeNum(o.workers)+", normal "+
-				shapeVal(shapeLogExpected(&s.busy, shapeBusyOff), "ratio")+" busy, "+at(s.busyAt)+")")
+				shapeVal(s.busy.mean, "ratio")+" busy, "+at(s.busyAt)+")")
 		} else if s.busyAt != shapeNever {
 			cleared = append(cleared, "workers filling")
 		}
