@@ -182,8 +182,9 @@ type Surge struct {
 	// flight is the log of the mean time in the service, in-flight
 	// requests over the request rate (Little's law).
 	flight shapeBaseline
-	// busy is in-flight requests over workers (a share; small pools make
-	// it too noisy for a z-score, so only its usual level is used).
+	// busy is in-flight requests over workers, capped at 1 (a share; small
+	// pools make it too noisy for a z-score, so only its usual level is
+	// used).
 	busy shapeBaseline
 	// slope is the request rate's rise over two samples, in baselines.
 	slope shapeBaseline
@@ -472,7 +473,9 @@ func (s *Surge) learn(step int64, o *shapeSurgeObs) {
 		s.slope.update(step, o.rise, c.Baseline, c.Sigmas, 0, shapeSlopeFloor, c.WarmUp)
 	}
 	if o.okBusy {
-		s.busy.update(step, o.busy, c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
+		// Capped at 1: beyond it the excess waits, and a spell with a
+		// shrunken pool must not teach that the pool is usually full.
+		s.busy.update(step, math.Min(o.busy, 1), c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 	}
 	if o.okErr {
 		s.errShare.update(step, o.errShare, c.Baseline, c.Sigmas, 0, shapeShareFloor, c.WarmUp)
@@ -592,6 +595,9 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 	x.Cause = "a traffic surge beyond capacity; saturated instances fail health checks and leave the load balancer"
 	if o.satBusy && !(o.satLat || o.satQueue || o.satFlight || o.satErr || o.satHealth) {
 		x.Cause = "a traffic surge heading past capacity: in-flight requests are filling the workers"
+		if o.busy >= 1 {
+			x.Cause = "a traffic surge has filled the workers: requests are starting to queue"
+		}
 	}
 	if len(signs) > 0 {
 		b.WriteString("; then ")
