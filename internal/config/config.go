@@ -89,6 +89,11 @@ type HTTPConfig struct {
 	// MaxConcurrentRequests bounds concurrent API requests (mounted under
 	// /api/); health, readiness and /metrics are never limited.
 	MaxConcurrentRequests int `koanf:"max_concurrent_requests"`
+	// MaxQueuedRequests bounds API requests waiting for a slot (0: none
+	// wait); more get 503 with Retry-After at once. QueueTimeout bounds the
+	// wait, past which the request gets 503 with Retry-After.
+	MaxQueuedRequests int           `koanf:"max_queued_requests"`
+	QueueTimeout      time.Duration `koanf:"queue_timeout"`
 	// RoutePrefix is the path under which every endpoint and the console
 	// are served ("/seismo"), for a reverse proxy that hosts the agent
 	// under a path. Empty means the path of ExternalURL, or the root.
@@ -197,6 +202,8 @@ func DefaultHTTPConfig() HTTPConfig {
 	return HTTPConfig{
 		ListenAddress:         "127.0.0.1:9797",
 		MaxConcurrentRequests: 64,
+		MaxQueuedRequests:     1024,
+		QueueTimeout:          5 * time.Second,
 		AuthExemptHealth:      true,
 		ReadHeaderTimeout:     l.ReadHeaderTimeout,
 		ReadTimeout:           l.ReadTimeout,
@@ -266,6 +273,12 @@ func (h *HTTPConfig) Validate() error {
 	}
 	if h.MaxConcurrentRequests <= 0 {
 		errs.Addf("max_concurrent_requests", "must be positive, got %d", h.MaxConcurrentRequests)
+	}
+	if h.MaxQueuedRequests < 0 {
+		errs.Addf("max_queued_requests", "must not be negative, got %d", h.MaxQueuedRequests)
+	}
+	if h.QueueTimeout <= 0 {
+		errs.Addf("queue_timeout", "must be positive, got %s", h.QueueTimeout)
 	}
 	if err := checkRoutePrefix(h.RoutePrefix); err != nil {
 		errs.Addf("route_prefix", "%v", err)
