@@ -143,6 +143,14 @@ func (h *HTTPConfig) QueryConcurrency() int {
 	return max(1, runtime.GOMAXPROCS(0)/2)
 }
 
+// QueryCPUShare is the share of time each API query turn may be in use so
+// that API queries together take at most half the usable CPUs even when
+// there are fewer CPUs than turns (one CPU, one turn: 0.5). 1 means no
+// pause.
+func (h *HTTPConfig) QueryCPUShare() float64 {
+	return min(1, float64(runtime.GOMAXPROCS(0))/2/float64(h.QueryConcurrency()))
+}
+
 // LogConfig configures the agent's structured log.
 type LogConfig struct {
 	Level  string `koanf:"level"`  // debug, info, warn, error
