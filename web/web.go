@@ -13,7 +13,9 @@
 // state it holds, and never wait for evaluation work or for a free API slot:
 // a health check served by saturated workers is how one of the outages that
 // seismo exists to prevent got worse. Mounted handlers share a bounded
-// number of concurrent slots and get 503 when all are busy.
+// number of concurrent slots; when all are busy a request waits, blocked,
+// in a bounded queue for a bounded time, and gets 503 with Retry-After
+// past either bound.
 package web
 
 import (
@@ -45,7 +47,7 @@ type Options struct {
 	// MaxQueuedRequests bounds the requests that wait for a slot when all
 	// are busy; more get 503 with Retry-After at once. A waiting request
 	// has read only its headers and is blocked, not runnable, so it costs
-	// no CPU. 0 means 4 x MaxConcurrentRequests; negative means no queue.
+	// no CPU. 0 means 1024; negative means no queue.
 	MaxQueuedRequests int
 	// QueueTimeout bounds how long a request waits in the queue before it
 	// gets 503 with Retry-After. 0 means 5s.
@@ -160,7 +162,7 @@ func New(opts Options) (*Server, error) {
 	}
 	switch {
 	case opts.MaxQueuedRequests == 0:
-		opts.MaxQueuedRequests = 4 * opts.MaxConcurrentRequests
+		opts.MaxQueuedRequests = 1024
 	case opts.MaxQueuedRequests < 0:
 		opts.MaxQueuedRequests = 0
 	}
