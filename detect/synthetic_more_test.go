@@ -215,8 +215,6 @@ var moreFamilies = []family{
 		// to a few days later, a second incident: the shift must not leave
 		// the detector blind.
 		name:   "shift_recur",
-		behind: "the gap is three hourly series whose two windows touch, so the second incident lies in the first window: auto alerts once per incident, zscore alerts again on the recovery and scores in the second window; ahead on seeds 13-18",
-		floor:  [2]float64{72, 71},
 		gen: func(rng *rand.Rand, i int) synthSeries {
 			step := []int64{hour, fiveMins, 15 * minute}[i%3]
 			n := []int{700, 2500, 1200}[i%3]

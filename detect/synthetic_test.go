@@ -52,6 +52,8 @@ const (
 
 // label sets NAB windows: 10 % of the rows split evenly over the incidents,
 // each centred on its onset and clipped to the rows after probation.
+// Windows that overlap are merged into one, as NAB's labeller does: two
+// incidents closer than a window are one detection to make.
 func (s *synthSeries) label() {
 	n := len(s.values)
 	if len(s.onsets) == 0 {
@@ -61,8 +63,9 @@ func (s *synthSeries) label() {
 	for _, o := range s.onsets {
 		first := max(o-w/2, nab.Probation(n))
 		last := min(o+w/2, n-1)
-		if k := len(s.windows); k > 0 && first <= s.windows[k-1].Last {
-			first = s.windows[k-1].Last + 1
+		if k := len(s.windows); k > 0 && first <= s.windows[k-1].Last+1 {
+			s.windows[k-1].Last = max(s.windows[k-1].Last, last)
+			continue
 		}
 		if first <= last {
 			s.windows = append(s.windows, nab.Window{First: first, Last: last})
