@@ -166,8 +166,21 @@ func writeResult(w http.ResponseWriter, v parser.Value, warns annotations.Annota
 		writeError(w, code, typ, err)
 		return
 	}
-	resp := apiResponse{Status: "success", Data: queryData{ResultType: v.Type(), Result: v}}
-	resp.Warnings, resp.Infos = warns.AsStrings("", 10, 10)
+	warnings, infos := warns.AsStrings("", 10, 10)
+	bp := bufferPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledBuffer {
+			bufferPool.Put(bp)
+		}
+	}()
+	if b, ok := appendResult((*bp)[:0], v, warnings, infos); ok {
+		*bp = b
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		w.Write(b)
+		return
+	}
+	resp := apiResponse{Status: "success", Data: queryData{ResultType: v.Type(), Result: v}, Warnings: warnings, Infos: infos}
 	if v, ok := v.(promql.Vector); ok && v == nil {
 		resp.Data = queryData{ResultType: parser.ValueTypeVector, Result: promql.Vector{}}
 	}

@@ -34,6 +34,13 @@ type LocalOptions struct {
 	// bound. PromQL evaluation is CPU-bound: more queries at once than
 	// cores only makes each slower and starves everything else.
 	MaxConcurrent int
+	// CPUShare, between 0 and 1, bounds the share of time each of the
+	// MaxConcurrent turns is in use: after a query held its turn for d, the
+	// turn stays taken for d*(1/CPUShare - 1) more, so queries waiting in
+	// line cannot keep a CPU busy all the time. 0 or 1 means no pause.
+	CPUShare float64
+	// Now is the clock the pause is measured with; nil means time.Now.
+	Now func() time.Time
 }
 
 // Local evaluates PromQL with Prometheus' own engine over a Queryable (the
@@ -48,6 +55,8 @@ type Local struct {
 	q          storage.Queryable
 	timeout    time.Duration
 	turns      chan struct{} // nil: no bound on concurrent queries
+	rest       float64       // pause after a turn, as a multiple of its length
+	now        func() time.Time
 }
 
 func (l *Local) engine() *promql.Engine {
@@ -75,6 +84,16 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 	if opts.MaxConcurrent > 0 {
 		l.turns = make(chan struct{}, opts.MaxConcurrent)
 	}
+	if opts.CPUShare < 0 || opts.CPUShare > 1 {
+		return nil, fmt.Errorf("datasource: CPU share must be between 0 and 1, got %g", opts.CPUShare)
+	}
+	if opts.CPUShare > 0 && opts.CPUShare < 1 {
+		l.rest = 1/opts.CPUShare - 1
+	}
+	l.now = opts.Now
+	if l.now == nil {
+		l.now = time.Now
+	}
 	return l, nil
 }
 
@@ -88,7 +107,20 @@ func (l *Local) turn(ctx context.Context) (func(), error) {
 	defer t.Stop()
 	select {
 	case l.turns <- struct{}{}:
-		return func() { <-l.turns }, nil
+		if l.rest == 0 {
+			return func() { <-l.turns }, nil
+		}
+		start := l.now()
+		return func() {
+			// Rest without holding up the caller: its answer is written
+			// while the turn stays taken.
+			pause := min(time.Duration(float64(l.now().Sub(start))*l.rest), l.timeout)
+			if pause <= 0 {
+				<-l.turns
+				return
+			}
+			time.AfterFunc(pause, func() { <-l.turns })
+		}, nil
 	case <-t.C:
 		return nil, promql.ErrQueryTimeout("waiting for a turn to evaluate")
 	case <-ctx.Done():

@@ -147,3 +147,46 @@ func TestLocalErrors(t *testing.T) {
 	_, err := l.Instant(ctx, `g`, time.Unix(300, 0))
 	require.Error(t, err, "a cancelled context ends the query")
 }
+
+// TestQueryTurnRests shows that with a CPU share below 1 a query's turn
+// stays taken after the query, for its length times 1/share-1, so queries
+// waiting in line cannot keep a CPU busy all the time; with no share set
+// the turn is free at once. The clock advances a minute per reading, so
+// every query "takes" a minute and the rest is a minute at share 0.5.
+func TestQueryTurnRests(t *testing.T) {
+	st := fixtureStore(t)
+	tests := []struct {
+		name      string
+		share     float64
+		taken     int
+		nextQuery error
+	}{
+		{"share 0.5", 0.5, 1, context.Canceled},
+		{"no share", 0, 0, nil},
+		{"share 1", 1, 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			clock := time.Unix(0, 0)
+			l, err := NewLocal(LocalOptions{Queryable: st, MaxConcurrent: 1, CPUShare: tt.share, Timeout: time.Hour,
+				Now: func() time.Time { mu.Lock(); defer mu.Unlock(); clock = clock.Add(time.Minute); return clock }})
+			require.NoError(t, err)
+			_, _, err = l.Query(context.Background(), "g", time.Unix(300, 0))
+			require.NoError(t, err)
+			require.Len(t, l.turns, tt.taken, "turns taken after the query returned")
+
+			// A query that would have to wait for the turn gives up with
+			// its context; one that finds the turn free runs.
+			ctx, cancel := context.WithCancel(context.Background())
+			if tt.nextQuery != nil {
+				cancel()
+			}
+			_, _, err = l.Query(ctx, "g", time.Unix(300, 0))
+			cancel()
+			require.ErrorIs(t, err, tt.nextQuery)
+		})
+	}
+	_, err := NewLocal(LocalOptions{Queryable: st, CPUShare: 1.5})
+	require.ErrorContains(t, err, "CPU share must be between 0 and 1, got 1.5")
+}

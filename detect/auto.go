@@ -41,7 +41,8 @@ type AutoConfig struct {
 	LongHalfLife  float64 `yaml:"long_half_life"`
 	// ExtremeTolerance is how far beyond the range seen so far (as a share
 	// of that range) a value must lie to count as a new extreme, which
-	// scores as anomalous outright. Negative disables the check.
+	// scores as anomalous outright. A record must also be beaten by as
+	// much as the level has moved towards it since it was set. Negative disables the check.
 	ExtremeTolerance float64 `yaml:"extreme_tolerance"`
 	// ExtremeAfter is the number of samples before new extremes count: in
 	// a short history every few samples sets a record. With DayBuckets on,
@@ -71,6 +72,28 @@ type AutoConfig struct {
 	// sample): longer than ShortHalfLife because a changed pattern shows
 	// over several samples, not in one.
 	PatternHalfLife float64 `yaml:"pattern_half_life"`
+	// SpikeZ is the bound of the spike path: a value this many standard
+	// deviations from a short exponentially weighted mean and spread
+	// (SpikeHalfLife samples, the plain z-score's baseline) scores as
+	// that z-score does, unless the series crosses the bound often. It
+	// catches a one-sample spike or dip that the likelihoods, which
+	// average surprise over a few samples, dilute. 0 disables the path.
+	SpikeZ        float64 `yaml:"spike_z"`
+	SpikeHalfLife float64 `yaml:"spike_half_life"`
+	// SpikeRate mutes the spike path on a series whose crossings of the
+	// bound (counted once per excursion, since the warm-up) are more
+	// frequent than this share of samples: a heavy-tailed series, whose
+	// spikes are not news. One crossing is no rate: the path mutes only
+	// once there have been more than 1 + SpikeRate × samples.
+	SpikeRate float64 `yaml:"spike_rate"`
+	// JumpZ lets the spike path see jumps too: a change from the previous
+	// sample of JumpZ robust standard deviations of the series' changes
+	// counts as a SpikeZ excursion (and more as much more). It catches a
+	// sudden drop or surge that the short baseline's spread, swollen by a
+	// daily cycle or an earlier shift, hides. On a series of whole
+	// numbers the spread of changes is at least that of the difference
+	// of two Poisson counts, sqrt(2 × level). 0 disables it.
+	JumpZ float64 `yaml:"jump_z"`
 }
 
 // DefaultAutoConfig returns the defaults: the likelihood and episode
@@ -94,6 +117,10 @@ func DefaultAutoConfig() AutoConfig {
 		MinDayVisits:     3,
 		DayHalfLife:      20,
 		PatternHalfLife:  5,
+		SpikeZ:           5,
+		SpikeHalfLife:    50,
+		SpikeRate:        0.001,
+		JumpZ:            10,
 	}
 }
 
@@ -134,6 +161,18 @@ func (c *AutoConfig) Validate() error {
 		}
 		checkHalfLife(&errs, "day_half_life", c.DayHalfLife)
 	}
+	if !(c.SpikeZ >= 0) || math.IsInf(c.SpikeZ, 0) {
+		errs.Addf("spike_z", "must be 0 (off) or a positive number of standard deviations, got %v", c.SpikeZ)
+	}
+	if c.SpikeZ > 0 {
+		checkHalfLife(&errs, "spike_half_life", c.SpikeHalfLife)
+		if !(c.SpikeRate >= 0 && c.SpikeRate <= 1) {
+			errs.Addf("spike_rate", "must be a share of samples in [0, 1], got %v", c.SpikeRate)
+		}
+		if !(c.JumpZ >= 0) || math.IsInf(c.JumpZ, 0) {
+			errs.Addf("jump_z", "must be 0 (off) or a positive number of standard deviations, got %v", c.JumpZ)
+		}
+	}
 	return errs.Err()
 }
 
@@ -154,7 +193,7 @@ func (c *AutoConfig) fields() []configField {
 		{"surprise_cap", c.SurpriseCap}, {"short_half_life", c.ShortHalfLife}, {"long_half_life", c.LongHalfLife},
 		{"extreme_tolerance", c.ExtremeTolerance}, {"extreme_after", float64(c.ExtremeAfter)}, {"quiet", float64(c.Quiet)}, {"calm", float64(c.Calm)},
 		{"day_buckets", float64(c.DayBuckets)}, {"min_day_visits", float64(c.MinDayVisits)}, {"day_half_life", c.DayHalfLife},
-		{"pattern_half_life", c.PatternHalfLife},
+		{"pattern_half_life", c.PatternHalfLife}, {"spike_z", c.SpikeZ}, {"spike_half_life", c.SpikeHalfLife}, {"spike_rate", c.SpikeRate}, {"jump_z", c.JumpZ},
 	}
 }
 
@@ -172,7 +211,10 @@ func (c *AutoConfig) fields() []configField {
 //     is log-scaled into the score;
 //  3. once the range is established, scores a value beyond the range seen
 //     so far as anomalous outright;
-//  4. after an alert, keeps State anomalous and starts no new alert until
+//  4. scores a sample far outside a short mean and spread (the plain
+//     z-score's baseline) as that z-score does, unless the series often
+//     goes that far (the spike path);
+//  5. after an alert, keeps State anomalous and starts no new alert until
 //     the series has been calm (score below half the threshold) for Calm
 //     samples, or at most Quiet samples, so that one incident yields one
 //     alert and a rule's `for:` sees the incident last.
@@ -180,21 +222,29 @@ func (c *AutoConfig) fields() []configField {
 // It costs O(1) work and a fixed ~1 KiB per series (mostly the 24
 // time-of-day baselines).
 type Auto struct {
-	cfg    AutoConfig
-	level  Robust
-	lik    Likelihood
-	lo, hi float64 // range seen so far
-	n      uint64
-	quiet  int     // samples of quiet left
-	calm   int     // consecutive calm samples during the quiet period
-	calmP  float64 // a likelihood above this is calm (see NewAuto)
-	last   Verdict
-	day    Seasonal   // time-of-day baselines; unused when DayBuckets is 0
-	dayLik Likelihood // likelihood of the time-of-day surprise alone
-	step   Robust     // change from the previous sample
-	stepLk Likelihood // likelihood of step surprise
-	prev   float64
-	first  int64 // timestamp of the first sample
+	cfg       AutoConfig
+	level     Robust
+	lik       Likelihood
+	lo, hi    float64 // range seen so far
+	n         uint64
+	quiet     int     // samples of quiet left
+	calm      int     // consecutive calm samples during the quiet period
+	calmP     float64 // a likelihood above this is calm (see NewAuto)
+	last      Verdict
+	day       Seasonal   // time-of-day baselines; unused when DayBuckets is 0
+	dayLik    Likelihood // likelihood of the time-of-day surprise alone
+	step      Robust     // change from the previous sample
+	stepLk    Likelihood // likelihood of step surprise
+	prev      float64
+	first     int64  // timestamp of the first sample
+	spike     EWMA   // the spike path's baseline
+	crossings uint64 // spike-path crossings after the warm-up, once per excursion
+	out       bool   // the previous sample was beyond the spike bound
+	fraction  bool   // some value seen was not a whole number
+	// The level when the highest and lowest values were set: a record
+	// must be beaten by as much as the level has since moved towards it,
+	// so that a drifting level does not make records cheap.
+	locHi, locLo float64
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -209,6 +259,7 @@ func NewAuto(c AutoConfig) *Auto {
 		lik:    NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05),
 		step:   NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
 		stepLk: NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
+		spike:  NewEWMA(AlphaForHalfLife(c.SpikeHalfLife)),
 	}
 	if c.DayBuckets > 0 {
 		a.day = NewSeasonal(dayMs, c.DayBuckets, AlphaForHalfLife(c.DayHalfLife))
@@ -224,14 +275,17 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	}
 	c := &a.cfg
 	a.n++
+	a.fraction = a.fraction || x != math.Trunc(x)
 	loc := a.level.Loc()
 	scale := max(a.level.Scale(), scaleFloor(loc))
 	surprise := 0.0
-	extreme := false
+	extreme := 0.0 // the new-extreme score; 0 if x is no new extreme
 	pDay, pStep := 1.0, 1.0
+	jump := 0.0 // the step in the spike path's units (SpikeZ/JumpZ per step σ)
 	if a.n == 1 {
 		a.lo, a.hi = x, x
 		a.first = ts
+		a.locHi, a.locLo = x, x
 	} else {
 		levelZ := math.Abs(x-loc) / scale
 		surprise = min(levelZ, c.SurpriseCap)
@@ -247,15 +301,42 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			}
 		}
 		d := x - a.prev
-		step := math.Abs(d-a.step.Loc()) / max(a.step.Scale(), scaleFloor(loc))
+		dev := math.Abs(d - a.step.Loc())
+		js := max(a.step.Scale(), scaleFloor(loc))
+		step := dev / js
+		// A jump needs dev ≥ JumpZ·js (and, on whole numbers, dev² ≥
+		// JumpZ²·2·level); only then is its size worked out.
+		if c.JumpZ > 0 && c.SpikeZ > 0 && dev >= c.JumpZ*js {
+			if pf := 2 * max(loc, 0.5); !a.fraction && js*js < pf {
+				js = math.Sqrt(pf)
+			}
+			jump = dev / js * c.SpikeZ / c.JumpZ
+		}
 		pStep = a.stepLk.Update(min(step, c.SurpriseCap))
 		a.step.Update(d)
 		tol := c.ExtremeTolerance * (a.hi - a.lo)
-		extreme = c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol || x < a.lo-tol) &&
-			levelZ >= extremeMinZ
+		if c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) &&
+			levelZ >= extremeMinZ {
+			// Graded by how far the record is beaten, in robust
+			// standard deviations: the threshold when barely, 0.999
+			// from SurpriseCap on. Every new extreme alerts; ranking
+			// them lets a stricter threshold keep the clear ones.
+			beyond := max(x-a.hi-max(0, loc-a.locHi), a.lo-x-max(0, a.locLo-loc)) / scale
+			extreme = c.Threshold + (0.999-c.Threshold)*min(beyond/c.SurpriseCap, 1)
+		}
+		if x > a.hi {
+			a.locHi = loc
+		}
+		if x < a.lo {
+			a.locLo = loc
+		}
 		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 	}
 	p := min(a.lik.Update(surprise), pDay, pStep)
+	spike := 0.0
+	if c.SpikeZ > 0 {
+		spike = a.spikePath(x, jump)
+	}
 	a.prev = x
 	a.level.Update(x)
 	if c.DayBuckets > 0 {
@@ -276,12 +357,12 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		// and 0 otherwise, and 0 on a sample that turns anomalous again
 		// within the episode: that is no new alert.
 		a.quiet--
-		if p > a.calmP && !extreme {
+		if p > a.calmP && extreme == 0 && spike < c.Threshold/2 {
 			a.calm++
 		} else {
 			v.State = StateAnomalous
 			if a.last.State == StateAnomalous {
-				v.Score = a.score(p, extreme)
+				v.Score = max(LogTailScore(p), extreme, spike)
 			}
 			a.calm = 0
 		}
@@ -289,7 +370,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			a.quiet = 0
 		}
 	default:
-		v.Score = a.score(p, extreme)
+		v.Score = max(LogTailScore(p), extreme, spike)
 		if v.Score >= c.Threshold {
 			v.State = StateAnomalous
 			a.quiet, a.calm = c.Quiet, 0
@@ -299,13 +380,41 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	return v
 }
 
-// score maps the least likely probability and the new-extreme flag to the
-// sample's score.
-func (a *Auto) score(p float64, extreme bool) float64 {
-	s := LogTailScore(p)
-	if extreme {
-		s = max(s, 0.999)
+// spikePath returns the spike path's score for x and learns x: the plain
+// z-score's score beyond SpikeZ (or, for a jump, the jump's, in the same
+// units), 0 within it or while the series' crossings exceed
+// 1 + SpikeRate × samples. A crossing counts once per excursion, so a
+// level shift counts as one event, not as every sample until the
+// baseline catches up; crossings count only after the warm-up and are
+// judged before the sample's own crossing counts. One earlier crossing is
+// allowed whatever the length, since one event is no rate: on a short
+// series the first incident must not mute the second. Within the bounds
+// (most samples) it costs one EWMA update and two comparisons.
+func (a *Auto) spikePath(x, jump float64) float64 {
+	c := &a.cfg
+	m := a.spike.Mean()
+	d := x - m
+	v := max(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
+	n := a.spike.Count()
+	a.spike.Update(x)
+	out := d*d >= c.SpikeZ*c.SpikeZ*v
+	if !(out || jump >= c.SpikeZ) || n < 2 {
+		a.out = false
+		return 0
 	}
+	z := jump
+	if out {
+		z = max(z, math.Abs(d)/math.Sqrt(v))
+	}
+	s := 0.0
+	seen := a.n - min(a.n, uint64(c.WarmUp))
+	if float64(a.crossings) <= 1+c.SpikeRate*float64(seen) {
+		s = zScore(z)
+	}
+	if !a.out && seen > 0 {
+		a.crossings++
+	}
+	a.out = true
 	return s
 }
 
@@ -329,10 +438,16 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.f64(a.prev)
 	w.f64(a.lo)
 	w.f64(a.hi)
+	w.f64(a.locLo)
+	w.f64(a.locHi)
 	w.i64(a.first)
 	w.u64(a.n)
 	w.i64(int64(a.quiet))
 	w.i64(int64(a.calm))
+	a.spike.encode(w)
+	w.u64(a.crossings)
+	w.bool(a.out)
+	w.bool(a.fraction)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -355,10 +470,16 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.prev = r.f64()
 	a.lo = r.f64()
 	a.hi = r.f64()
+	a.locLo = r.f64()
+	a.locHi = r.f64()
 	a.first = r.i64()
 	a.n = r.u64()
 	a.quiet = int(r.i64())
 	a.calm = int(r.i64())
+	a.spike.decode(r)
+	a.crossings = r.u64()
+	a.out = r.bool()
+	a.fraction = r.bool()
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)

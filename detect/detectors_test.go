@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -128,6 +129,10 @@ func TestSnapshotRejectsBadInput(t *testing.T) {
 				{"truncated", snap[:len(snap)-3], "truncated"},
 				{"trailing bytes", append(append([]byte{}, snap...), 0), "trailing"},
 				{"future version", append([]byte{99}, snap[1:]...), "version 99"},
+				// A snapshot from before the last layout change (auto's
+				// spike path) is refused, and the agent starts that
+				// detector cold.
+				{"previous version", append([]byte{snapshotVersion - 1}, snap[1:]...), fmt.Sprintf("version %d", snapshotVersion-1)},
 			}
 			for _, tt := range tests {
 				err := newDetector(t, kind).UnmarshalBinary(tt.b)
@@ -315,6 +320,12 @@ func TestConfigValidate(t *testing.T) {
 		{"auto defaults", ptr(DefaultAutoConfig()), nil},
 		{"auto bad", &AutoConfig{Threshold: 2, WarmUp: 0, LevelHalfLife: -1, SurpriseCap: 0, ShortHalfLife: math.Inf(1), LongHalfLife: 1, ExtremeTolerance: math.NaN(), Quiet: -1},
 			[]string{"threshold: must be in (0, 1]", "warm_up:", "level_half_life:", "surprise_cap:", "short_half_life:", "extreme_tolerance:", "quiet:"}},
+		{"auto bad spike path", func() *AutoConfig {
+			c := DefaultAutoConfig()
+			c.SpikeHalfLife, c.SpikeRate, c.JumpZ = 0, 2, math.NaN()
+			return &c
+		}(), []string{"spike_half_life:", "spike_rate:", "jump_z:"}},
+		{"auto negative spike bound", func() *AutoConfig { c := DefaultAutoConfig(); c.SpikeZ = -1; return &c }(), []string{"spike_z:"}},
 		{"ewma defaults", ptr(DefaultEWMAConfig()), nil},
 		{"ewma bad", &EWMAConfig{}, []string{"half_life:", "threshold:", "warm_up:", "band:"}},
 		{"mad defaults", ptr(DefaultMADConfig()), nil},

@@ -53,7 +53,7 @@ func BenchmarkShapeScalar(b *testing.B) {
 	in := Inputs{
 		"symptom": {{Value: 0.2}}, "resource": {{Value: 0.3}}, "traffic": {{Value: 200}},
 		"requests": {{Value: 1000}}, "latency": {{Value: 0.2}}, "errors": {{Value: 2}},
-		"queue": {{Value: 1}}, "in_flight": {{Value: 50}},
+		"queue": {{Value: 1}}, "in_flight": {{Value: 50}}, "workers": {{Value: 100}},
 		"health": {{Key: "a", Value: 1}, {Key: "b", Value: 1}},
 	}
 	for _, kind := range []string{"decoupling", "surge", "error_rate"} {

@@ -17,7 +17,7 @@ func TestShapeKindsRegistered(t *testing.T) {
 	}{
 		{"decoupling", []string{"symptom*", "resource*", "traffic"}},
 		{"storm", []string{"requests*[]", "limited*[]"}},
-		{"surge", []string{"requests*", "latency", "queue", "in_flight", "errors", "health[]"}},
+		{"surge", []string{"requests*", "latency", "queue", "in_flight", "workers", "errors", "health[]"}},
 		{"error_rate", []string{"errors*", "requests*"}},
 	}
 	for _, tt := range tests {
@@ -59,8 +59,8 @@ func TestShapeConfigValidate(t *testing.T) {
 		{"storm bad", "storm", "{key_label: '', breadth: 0, client_share: 1.5, min_share: -1, concentrated_clients: -1, relearn_after: 0s}",
 			[]string{"key_label:", "breadth:", "client_share:", "min_share:", "concentrated_clients:", "relearn_after:"}},
 		{"surge ok", "surge", "{factor: 5, ramp: 4m, key_label: pod}", nil},
-		{"surge bad", "surge", "{factor: 1, ramp: 0s, latency_ratio: 0.5, error_share: 0, health_drop: 2, key_label: '', resolve_after: -1s}",
-			[]string{"factor:", "ramp:", "latency_ratio:", "error_share:", "health_drop:", "key_label:", "resolve_after:"}},
+		{"surge bad", "surge", "{factor: 1, ramp: 0s, latency_ratio: 0.5, error_share: 0, health_drop: 2, key_label: '', resolve_after: -1s, busy_share: 1.5, lead: 0s}",
+			[]string{"factor:", "ramp:", "latency_ratio:", "error_share:", "health_drop:", "key_label:", "resolve_after:", "busy_share:", "lead:"}},
 		{"error_rate ok", "error_rate", "{input: count, min_errors: 10}", nil},
 		{"error_rate bad", "error_rate", "{input: ratio, dispersion: 0.5, min_share: 1, min_ratio: 0, min_baseline: 0, min_errors: -1}",
 			[]string{`input: must be "rate" or "count"`, "dispersion:", "min_share:", "min_ratio:", "min_baseline:", "min_errors:"}},

@@ -15,7 +15,8 @@ func init() {
 		Doc: "Fires when the request rate steps up by a factor within minutes and " +
 			"saturation follows: latency, queue or time in flight up, 5xx share up, health " +
 			"checks failing. A fast rise that has already filled the queue or the in-flight " +
-			"requests pages before the rate reaches the factor.",
+			"requests pages before the rate reaches the factor, and so does a rise fast enough " +
+			"to fill the workers within `lead` once in-flight requests reach `busy_share` of them.",
 		Signals: []SignalSpec{
 			{Name: "requests", Required: true, Doc: "request rate"},
 			{Name: "latency", Doc: "a latency quantile in seconds, e.g. p99"},
@@ -23,6 +24,8 @@ func init() {
 			{Name: "in_flight", Doc: "requests in flight, a gauge; judged per request " +
 				"(in-flight / request rate is the mean time in the service, by Little's law), " +
 				"so traffic that grows in proportion does not count"},
+			{Name: "workers", Doc: "how many requests the service can work on at once (worker pool, " +
+				"threads, connections), a gauge; with in_flight it tells how close a rising load is to saturation"},
 			{Name: "errors", Doc: "5xx rate, in the same unit as requests"},
 			{Name: "health", PerKey: true, Doc: "per instance health in [0, 1] (up, probe_success); " +
 				"or a scalar fraction healthy, or a scalar count of healthy instances"},
@@ -68,6 +71,13 @@ type SurgeConfig struct {
 	// RelearnAfter lets the frozen baselines learn again after a surge has
 	// lasted this long.
 	RelearnAfter time.Duration `yaml:"relearn_after"`
+	// BusyShare is the share of the workers signal that in-flight requests
+	// must reach before a climbing rate counts as heading to saturation.
+	BusyShare float64 `yaml:"busy_share"`
+	// Lead is how far ahead the in-flight requests' growth is projected:
+	// a climb that would fill the workers within Lead is heading to
+	// saturation.
+	Lead time.Duration `yaml:"lead"`
 }
 
 func shapeSurgeDefaults() SurgeConfig {
@@ -84,6 +94,8 @@ func shapeSurgeDefaults() SurgeConfig {
 		Confirm:      2,
 		ResolveAfter: 2 * time.Minute,
 		RelearnAfter: 2 * time.Hour,
+		BusyShare:    0.7,
+		Lead:         time.Minute,
 	}
 }
 
@@ -112,6 +124,12 @@ func (c *SurgeConfig) Validate() error {
 	if c.KeyLabel == "" {
 		errs.Addf("key_label", "must name the instance label, e.g. instance")
 	}
+	if !(c.BusyShare > 0 && c.BusyShare <= 1) {
+		errs.Addf("busy_share", "must be in (0, 1], got %v", c.BusyShare)
+	}
+	if c.Lead <= 0 {
+		errs.Addf("lead", "must be positive, got %v", c.Lead)
+	}
 	return errs.Err()
 }
 
@@ -128,6 +146,9 @@ func (c *SurgeConfig) New() (Composite, error) {
 const (
 	shapeLatOff   = 1e-9
 	shapeQueueOff = 1
+	// shapeSlopeFloor floors the standard deviation of the rate's rise
+	// over two samples: a rise of 1 % of the baseline.
+	shapeSlopeFloor = 0.01
 )
 
 // shapeNever marks a timestamp that has not happened.
@@ -141,7 +162,16 @@ const shapeNever = math.MinInt64
 // show saturation at once; so a surge also starts early, at a quarter of
 // the way to Factor, when the rate is climbing at least as fast as one that
 // reaches Factor within Ramp and the queue or the time in flight is
-// already saturated. During a surge every baseline is frozen,
+// already saturated. With a workers signal, a surge starts earlier still,
+// before anything saturates: when the rate climbs at a surge's pace (as
+// fast as a rise to Factor within Ramp, and by Sigmas standard deviations)
+// while in-flight requests have reached BusyShare of the workers and grow
+// fast enough to fill them within Lead. A windowed rate lags the climb it
+// measures, but the in-flight gauge does not, and only a climb that is
+// heading past capacity fills the workers: proportional overload on a
+// service with room stops short of them, and a slow diurnal ramp or cheap
+// rejected requests do not climb them at all. During a surge every
+// baseline is frozen,
 // and the first time each saturation sign appears is recorded so the
 // explanation can give the sequence with timings. A surge without saturation
 // is informational.
@@ -152,6 +182,18 @@ type Surge struct {
 	// flight is the log of the mean time in the service, in-flight
 	// requests over the request rate (Little's law).
 	flight shapeBaseline
+	// busy is in-flight requests over workers, capped at 1 (a share; small
+	// pools make it too noisy for a z-score, so only its usual level is
+	// used).
+	busy shapeBaseline
+	// slope is the request rate's rise over two samples, in baselines.
+	slope shapeBaseline
+	// hist holds the two previous samples (most recent first) for the
+	// rate's climb and the growth of in-flight requests; nHist counts them.
+	histAt   [2]int64
+	histReq  [2]float64
+	histBusy [2]float64 // NaN where unknown
+	nHist    int
 	shapeLatch
 	healthCount bool // scalar health values above 1 were seen: it is a count
 
@@ -166,6 +208,7 @@ type Surge struct {
 	flightAt int64
 	errAt    int64
 	healthAt int64
+	busyAt   int64
 
 	carried int
 	last    Result
@@ -179,6 +222,14 @@ type shapeSurgeObs struct {
 	inFlight, flight                                float64 // in-flight requests, and per request rate (s)
 	okLat, okQueue, okFlight, okErr, okHealth       bool
 	satLat, satQueue, satFlight, satErr, satHealth  bool
+	// workers and busy (in-flight over workers); fill is the projected
+	// time until in-flight requests fill the workers (ms, 0 when full).
+	workers, busy, fill float64
+	okBusy, satBusy     bool
+	// rise is the rate's rise over the last two samples in baselines;
+	// climb the same per minute, when climbing.
+	rise, climb      float64
+	okRise, climbing bool
 }
 
 // health reads the health signal: per-instance values in [0, 1], or a
@@ -224,11 +275,19 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 	step := s.tick(ts)
 	if s.reqs.n == 0 {
 		s.lowAt, s.surgeAt, s.latAt, s.queueAt, s.errAt, s.healthAt = ts, shapeNever, shapeNever, shapeNever, shapeNever, shapeNever
-		s.flightAt = shapeNever
+		s.flightAt, s.busyAt = shapeNever, shapeNever
 	}
 	o.lat, o.okLat = shapeScalar(in["latency"])
 	o.queue, o.okQueue = shapeScalar(in["queue"])
 	o.inFlight, o.okFlight = shapeScalar(in["in_flight"])
+	if o.okFlight {
+		var okW bool
+		o.workers, okW = shapeScalar(in["workers"])
+		o.okBusy = okW && o.workers > 0
+		if o.okBusy {
+			o.busy = math.Max(0, o.inFlight) / o.workers
+		}
+	}
 	if o.okFlight {
 		o.okFlight = o.req > 0
 		if o.okFlight {
@@ -270,7 +329,8 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 	o.satErr = o.okErr && s.errShare.n >= int64(c.WarmUp) &&
 		o.errShare >= c.ErrorShare && o.errShare >= s.errShare.mean+c.ErrorShare/2
 	o.satHealth = o.okHealth && s.healthFrac.n >= int64(c.WarmUp) && o.frac <= s.healthFrac.mean-c.HealthDrop
-	sat := o.satLat || o.satQueue || o.satFlight || o.satErr || o.satHealth
+	s.heading(ts, &o, warm)
+	sat := o.satLat || o.satQueue || o.satFlight || o.satErr || o.satHealth || o.satBusy
 
 	// A surge: Factor reached within Ramp; or, early, a quarter of the way
 	// there at least as fast (the same slope), with work already piling
@@ -279,9 +339,10 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 	fast := float64(ts-s.lowAt) <= float64(c.Ramp.Milliseconds())*(early-low)/(c.Factor-low)
 	if warm && !s.surging && o.req >= c.MinRequests &&
 		((ratio >= c.Factor && ts-s.lowAt <= c.Ramp.Milliseconds()) ||
-			(ratio >= early && fast && (o.satQueue || o.satFlight))) {
+			(ratio >= early && fast && (o.satQueue || o.satFlight)) || (o.climbing && o.satBusy)) {
 		s.surging, s.surgeAt, s.riseMS, s.peak, s.paged = true, ts, ts-s.lowAt, ratio, false
 		s.latAt, s.queueAt, s.flightAt, s.errAt, s.healthAt = shapeNever, shapeNever, shapeNever, shapeNever, shapeNever
+		s.busyAt = shapeNever
 	}
 	if s.surging {
 		s.peak = math.Max(s.peak, ratio)
@@ -295,6 +356,7 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 		mark(&s.flightAt, o.satFlight)
 		mark(&s.errAt, o.satErr)
 		mark(&s.healthAt, o.satHealth)
+		mark(&s.busyAt, o.satBusy)
 	}
 
 	r := Result{Verdict: Verdict{
@@ -321,22 +383,78 @@ func (s *Surge) Observe(ts int64, in Inputs) Result {
 			// A page just resolved: the next saturation in this surge gets
 			// its own sequence of timings.
 			s.latAt, s.queueAt, s.flightAt, s.errAt, s.healthAt = shapeNever, shapeNever, shapeNever, shapeNever, shapeNever
+			s.busyAt = shapeNever
 		}
 		r.State = StateAnomalous
 		r.Informational = true
 		r.Explanation = s.explain(ts, &o, ratio, r.Score, true)
 	}
 
-	// A surge ends when traffic is back under Factor/2 and nothing is
-	// saturated any more.
-	if s.surging && ratio < c.Factor/2 && !sat && !s.firing {
+	// A surge ends when traffic is back under Factor/2, no longer climbing,
+	// and nothing is saturated any more.
+	if s.surging && ratio < c.Factor/2 && !sat && !s.firing && !o.climbing {
 		s.surging = false
 	}
 	if (!s.surging && s.learning(ts, c.RelearnAfter)) || (s.surging && ts-s.surgeAt >= c.RelearnAfter.Milliseconds()) {
 		s.learn(step, &o)
 	}
+	s.histAt[1], s.histReq[1], s.histBusy[1] = s.histAt[0], s.histReq[0], s.histBusy[0]
+	s.histAt[0], s.histReq[0], s.histBusy[0] = ts, o.req, math.NaN()
+	if o.okBusy {
+		s.histBusy[0] = o.busy
+	}
+	s.nHist = min(s.nHist+1, 2)
 	s.last = r
 	return r
+}
+
+// heading judges whether the request rate is climbing at a surge's pace
+// and, with a workers signal, whether the workers are full or that climb
+// is filling them: in-flight requests at BusyShare of them or more (where
+// they usually are below it), and growing fast enough to fill them within
+// Lead. Both are measured since the sample before last (the last one when
+// only one is known): over two steps, noise in the gauges matters less.
+func (s *Surge) heading(ts int64, o *shapeSurgeObs, warm bool) {
+	c := &s.cfg
+	if !warm || s.nHist == 0 {
+		return
+	}
+	i := s.nHist - 1
+	dt := float64(ts - s.histAt[i])
+	if !(dt > 0) || s.reqs.mean <= 0 {
+		return
+	}
+	// The rise over the span in baselines, judged against its own usual
+	// variation (the rate's noise, not its diurnal swing) and against the
+	// pace of a rise to Factor within Ramp.
+	o.rise, o.okRise = (o.req-s.histReq[i])/s.reqs.mean, true
+	pace := (c.Factor - 1) * dt / float64(c.Ramp.Milliseconds())
+	o.climbing = s.slope.n >= int64(c.WarmUp) && o.rise >= pace &&
+		s.slope.z(o.rise, 0, shapeSlopeFloor) >= c.Sigmas
+	if o.climbing {
+		o.climb = o.rise / dt * float64(time.Minute.Milliseconds())
+	}
+	prev := s.histBusy[i]
+	// A pool that is usually busier than BusyShare is not judged by it:
+	// its in-flight gauge may count what the workers do not (requests
+	// waiting on asynchronous I/O).
+	if !o.okBusy || math.IsNaN(prev) || s.busy.n < int64(c.WarmUp) || o.busy < c.BusyShare ||
+		s.busy.mean >= c.BusyShare {
+		return
+	}
+	// Workers full is saturation whether or not the rate still climbs (but
+	// it starts a surge only with the climb: a shrunken pool is not one).
+	if o.busy >= 1 {
+		o.satBusy = true
+		return
+	}
+	if !o.climbing {
+		return
+	}
+	grow := (o.busy - prev) / dt // share of the workers per ms
+	if grow > 0 && (1-o.busy)/grow <= float64(c.Lead.Milliseconds()) {
+		o.satBusy, o.fill = true, (1-o.busy)/grow
+	}
 }
 
 func (s *Surge) learn(step int64, o *shapeSurgeObs) {
@@ -350,6 +468,14 @@ func (s *Surge) learn(step int64, o *shapeSurgeObs) {
 	}
 	if o.okFlight {
 		s.flight.update(step, shapeLog(o.flight, shapeLatOff), c.Baseline, c.Sigmas, 0, shapeLogFloor, c.WarmUp)
+	}
+	if o.okRise {
+		s.slope.update(step, o.rise, c.Baseline, c.Sigmas, 0, shapeSlopeFloor, c.WarmUp)
+	}
+	if o.okBusy {
+		// Capped at 1: beyond it the excess waits, and a spell with a
+		// shrunken pool must not teach that the pool is usually full.
+		s.busy.update(step, math.Min(o.busy, 1), c.Baseline, c.Sigmas, shapeFloorRel, shapeFloorAbs, c.WarmUp)
 	}
 	if o.okErr {
 		s.errShare.update(step, o.errShare, c.Baseline, c.Sigmas, 0, shapeShareFloor, c.WarmUp)
@@ -371,9 +497,15 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 	}
 	var b strings.Builder
 	b.WriteString("traffic " + shapeNum(ratio) + "× baseline (" + shapeVal(o.req, "req/s") + ", normal " +
-		shapeVal(s.reqs.mean, "req/s") + "), reached within " + shapeDur(s.riseMS))
+		shapeVal(s.reqs.mean, "req/s") + ")")
+	if s.riseMS > 0 { // 0: the surge began (filling the workers) before the rate was a tenth of the way up
+		b.WriteString(", reached within " + shapeDur(s.riseMS))
+	}
 	if s.peak > ratio*1.05 {
 		b.WriteString(" and peaking at " + shapeNum(s.peak) + "×")
+	}
+	if o.climbing {
+		b.WriteString(", climbing " + shapeNum(o.climb) + "× normal a minute")
 	}
 	// Signs active now, in the order they appeared, with their times since
 	// the surge began; signs seen in this episode that have cleared are
@@ -403,6 +535,20 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 				shapeVal(shapeLogExpected(&s.flight, shapeLatOff), "s")+", "+at(s.flightAt)+")")
 		} else if s.flightAt != shapeNever {
 			cleared = append(cleared, "in-flight requests")
+		}
+	}
+	if o.okBusy {
+		x.Signals = append(x.Signals, model.Signal{Name: "busy", Unit: "ratio", Current: o.busy,
+			Expected: s.busy.mean, Lower: 0, Upper: c.BusyShare})
+		if o.satBusy && s.busyAt != shapeNever {
+			fill := "workers full ("
+			if o.busy < 1 {
+				fill = "workers " + shapeVal(o.busy, "ratio") + " busy, filling within " + shapeDur(int64(o.fill)) + " ("
+			}
+			signs = append(signs, fill+shapeNum(o.inFlight)+" in flight for "+shapeNum(o.workers)+", normal "+
+				shapeVal(s.busy.mean, "ratio")+" busy, "+at(s.busyAt)+")")
+		} else if s.busyAt != shapeNever {
+			cleared = append(cleared, "workers filling")
 		}
 	}
 	if o.okErr {
@@ -447,6 +593,12 @@ func (s *Surge) explain(ts int64, o *shapeSurgeObs, ratio, score float64, info b
 		return x
 	}
 	x.Cause = "a traffic surge beyond capacity; saturated instances fail health checks and leave the load balancer"
+	if o.satBusy && !(o.satLat || o.satQueue || o.satFlight || o.satErr || o.satHealth) {
+		x.Cause = "a traffic surge heading past capacity: in-flight requests are filling the workers"
+		if o.busy >= 1 {
+			x.Cause = "a traffic surge has filled the workers: requests are starting to queue"
+		}
+	}
 	if len(signs) > 0 {
 		b.WriteString("; then ")
 		b.WriteString(strings.Join(signs, ", "))
@@ -469,6 +621,7 @@ func (c *SurgeConfig) fields() []configField {
 		{"warm_up", float64(c.WarmUp)}, {"sigmas", c.Sigmas}, {"latency_ratio", c.LatencyRatio},
 		{"error_share", c.ErrorShare}, {"health_drop", c.HealthDrop}, {"confirm", float64(c.Confirm)},
 		{"resolve_after", shapeMs(c.ResolveAfter)}, {"relearn_after", shapeMs(c.RelearnAfter)},
+		{"busy_share", c.BusyShare}, {"lead", shapeMs(c.Lead)},
 	}
 }
 
@@ -476,9 +629,15 @@ func (c *SurgeConfig) fields() []configField {
 func (s *Surge) MarshalBinary() ([]byte, error) {
 	w := newEncoder("surge", 512)
 	encodeConfig(w, s.cfg.fields())
-	for _, b := range []*shapeBaseline{&s.reqs, &s.lat, &s.queue, &s.errShare, &s.healthFrac, &s.healthTotal, &s.flight} {
+	for _, b := range []*shapeBaseline{&s.reqs, &s.lat, &s.queue, &s.errShare, &s.healthFrac, &s.healthTotal, &s.flight, &s.busy, &s.slope} {
 		b.encode(w)
 	}
+	for i := range s.histAt {
+		w.i64(s.histAt[i])
+		w.f64(s.histReq[i])
+		w.f64(s.histBusy[i])
+	}
+	w.i64(int64(s.nHist))
 	s.shapeLatch.encode(w)
 	w.bool(s.healthCount)
 	w.i64(s.lowAt)
@@ -487,7 +646,7 @@ func (s *Surge) MarshalBinary() ([]byte, error) {
 	w.i64(s.surgeAt)
 	w.i64(s.riseMS)
 	w.f64(s.peak)
-	for _, t := range []int64{s.latAt, s.queueAt, s.flightAt, s.errAt, s.healthAt} {
+	for _, t := range []int64{s.latAt, s.queueAt, s.flightAt, s.errAt, s.healthAt, s.busyAt} {
 		w.i64(t)
 	}
 	w.i64(int64(s.carried))
@@ -506,9 +665,15 @@ func (s *Surge) UnmarshalBinary(b []byte) error {
 	}
 	checkConfig(r, s.cfg.fields())
 	n := Surge{cfg: s.cfg}
-	for _, b := range []*shapeBaseline{&n.reqs, &n.lat, &n.queue, &n.errShare, &n.healthFrac, &n.healthTotal, &n.flight} {
+	for _, b := range []*shapeBaseline{&n.reqs, &n.lat, &n.queue, &n.errShare, &n.healthFrac, &n.healthTotal, &n.flight, &n.busy, &n.slope} {
 		b.decode(r)
 	}
+	for i := range n.histAt {
+		n.histAt[i] = r.i64()
+		n.histReq[i] = r.f64()
+		n.histBusy[i] = r.f64()
+	}
+	n.nHist = int(min(max(r.i64(), 0), 2))
 	n.shapeLatch.decode(r)
 	n.healthCount = r.bool()
 	n.lowAt = r.i64()
@@ -517,7 +682,7 @@ func (s *Surge) UnmarshalBinary(b []byte) error {
 	n.surgeAt = r.i64()
 	n.riseMS = r.i64()
 	n.peak = r.f64()
-	for _, t := range []*int64{&n.latAt, &n.queueAt, &n.flightAt, &n.errAt, &n.healthAt} {
+	for _, t := range []*int64{&n.latAt, &n.queueAt, &n.flightAt, &n.errAt, &n.healthAt, &n.busyAt} {
 		*t = r.i64()
 	}
 	n.carried = int(r.i64())

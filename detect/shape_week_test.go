@@ -160,6 +160,38 @@ func shapeWorlds() []shapeWorld {
 				return w.inputs()
 			}
 		}},
+		// The same surge with the worker pool known. Outside incidents the
+		// pool has room for five times the current load's in-flight
+		// requests (the daily proportional overload climbs to 2.9x of them
+		// and stops); the incident's service has room for 2x, as above.
+		// In-flight requests reach three quarters of the workers at 1.5x
+		// traffic, before anything saturates: paged within 60 s of the
+		// ramp's start.
+		{kind: "surge", config: "ramp-workers", maxDelay: 6, newGen: func() func(rng *rand.Rand, i, inc int) Inputs {
+			return func(rng *rand.Rand, i, inc int) Inputs {
+				w := shapeSurgeWorld(rng, i)
+				load := shapeLoad(i)
+				normal := 1000 * load * 0.2 * (1 + 0.3*load) / 2 // expected in flight
+				w.workers = 5 * normal
+				if inc >= 0 {
+					w.workers = 2 * normal
+					k := 1 + 4*math.Min(float64(inc)/24, 1)
+					w.req *= k
+					w.flight *= k
+					if k > 2 {
+						over := (k - 2) / k
+						sat := math.Min(float64(inc-6)/6, 1)
+						w.queue += 200 * over * sat
+						w.flight += 200 * over * sat
+						if inc >= 12 {
+							w.lat *= 1 + 10*over
+							w.errs = w.req * 0.6 * over
+						}
+					}
+				}
+				return w.inputs()
+			}
+		}},
 		// A storm at half intensity in waves: the limiter's state is
 		// cleared every 200 s, and each wave rises and ebbs over a minute
 		// (a rate window), so its edges limit only some clients.
@@ -213,12 +245,17 @@ func shapeWorlds() []shapeWorld {
 // shapeSurgeSample is one instant of the surge worlds' service.
 type shapeSurgeSample struct {
 	req, lat, queue, flight, errs float64
+	workers                       float64 // 0: not fed
 	health                        []Sample
 }
 
 func (w *shapeSurgeSample) inputs() Inputs {
-	return Inputs{"requests": {{Value: w.req}}, "latency": {{Value: w.lat}}, "queue": {{Value: w.queue}},
+	in := Inputs{"requests": {{Value: w.req}}, "latency": {{Value: w.lat}}, "queue": {{Value: w.queue}},
 		"in_flight": {{Value: w.flight}}, "errors": {{Value: w.errs}}, "health": w.health}
+	if w.workers > 0 {
+		in["workers"] = []Sample{{Value: w.workers}}
+	}
+	return in
 }
 
 // shapeSurgeWorld is the surge worlds' normal service at sample i, with

@@ -8,5 +8,5 @@
 // Each drill prints one line "DRILL <name>: <what it did>; lost N,
 // duplicated N" and fails unless both are zero. Under "go test" the drills
 // run briefly; DRILLS_FULL=1 (set by "make drills") runs them at full size,
-// and DRILLS_BIN names a prebuilt binary instead of building one.
+// and TEST_SEISMO_BIN names a prebuilt binary instead of building one.
 package drills

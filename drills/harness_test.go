@@ -23,14 +23,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seismo-agent/seismo/internal/testbin"
 	"github.com/seismo-agent/seismo/notify/webhook"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if builtDir != "" {
-		os.RemoveAll(builtDir)
-	}
+	testbin.Remove()
 	os.Exit(code)
 }
 
@@ -45,33 +44,13 @@ func size(ci, fullSize int) int {
 	return ci
 }
 
-var (
-	builtDir string
-	binary   = sync.OnceValues(func() (string, error) {
-		if b := os.Getenv("DRILLS_BIN"); b != "" {
-			return filepath.Abs(b)
-		}
-		dir, err := os.MkdirTemp("", "seismo-drills-")
-		if err != nil {
-			return "", err
-		}
-		builtDir = dir
-		bin := filepath.Join(dir, "seismo")
-		out, err := exec.Command("go", "build", "-o", bin, "../cmd/seismo").CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("go build: %w\n%s", err, out)
-		}
-		return bin, nil
-	})
-)
-
 // seismoBinary returns the binary under drill.
 func seismoBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("drills run the real binary")
 	}
-	bin, err := binary()
+	bin, err := testbin.Seismo()
 	require.NoError(t, err)
 	return bin
 }

@@ -11,87 +11,19 @@ import (
 	"time"
 
 	"github.com/seismo-agent/seismo/detect"
+	"github.com/seismo-agent/seismo/internal/apiv1"
 	"github.com/seismo-agent/seismo/internal/model"
 )
 
-// The API answers in Prometheus' shapes (so Grafana and scripts that read
-// Prometheus' /api/v1/rules and /api/v1/alerts work), with the detector's
-// view added: score, expected value, band and explanation.
-
-type apiResponse struct {
-	Status    string `json:"status"`
-	Data      any    `json:"data,omitempty"`
-	ErrorType string `json:"errorType,omitempty"`
-	Error     string `json:"error,omitempty"`
-}
-
-type apiBand struct {
-	Lower float64 `json:"lower"`
-	Upper float64 `json:"upper"`
-}
-
-type apiAlert struct {
-	Labels          map[string]string  `json:"labels"`
-	Annotations     map[string]string  `json:"annotations"`
-	State           string             `json:"state"`
-	ActiveAt        *time.Time         `json:"activeAt,omitempty"`
-	FiredAt         *time.Time         `json:"firedAt,omitempty"`
-	ResolvedAt      *time.Time         `json:"resolvedAt,omitempty"`
-	KeepFiringSince *time.Time         `json:"keepFiringSince,omitempty"`
-	Value           string             `json:"value"`
-	Flapping        bool               `json:"flapping,omitempty"`
-	SuppressedBy    string             `json:"suppressedBy,omitempty"`
-	Score           *float64           `json:"score,omitempty"`
-	Expected        *float64           `json:"expected,omitempty"`
-	Band            *apiBand           `json:"band,omitempty"`
-	Explanation     *model.Explanation `json:"explanation,omitempty"`
-	Draft           *model.Draft       `json:"draft,omitempty"`
-}
-
-type apiDetector struct {
-	Type    string            `json:"type"`
-	Signals map[string]string `json:"signals,omitempty"`
-	// Series is the number of detector instances (one per series).
-	Series int `json:"series"`
-	// WarmingUp counts instances without enough history to judge.
-	WarmingUp int `json:"warmingUp"`
-	// Info lists current findings worth telling but not paging for (a
-	// single heavy client rate-limited); they never become alerts.
-	Info []*model.Explanation `json:"info,omitempty"`
-}
-
-type apiRule struct {
-	State          string            `json:"state,omitempty"`
-	Name           string            `json:"name"`
-	Query          string            `json:"query"`
-	Duration       float64           `json:"duration,omitempty"`
-	KeepFiringFor  float64           `json:"keepFiringFor,omitempty"`
-	SuppressedBy   []string          `json:"suppressedBy,omitempty"`
-	Labels         map[string]string `json:"labels"`
-	Annotations    map[string]string `json:"annotations,omitempty"`
-	Alerts         []apiAlert        `json:"alerts,omitempty"`
-	Health         string            `json:"health"`
-	LastError      string            `json:"lastError,omitempty"`
-	EvaluationTime float64           `json:"evaluationTime"`
-	LastEvaluation time.Time         `json:"lastEvaluation"`
-	Type           string            `json:"type"`
-	// Kind is "anomaly" for anomaly rules (Type stays "alerting").
-	Kind     string       `json:"kind,omitempty"`
-	Enabled  bool         `json:"enabled"`
-	Detector *apiDetector `json:"detector,omitempty"`
-	Draft    *model.Draft `json:"draft,omitempty"`
-}
-
-type apiGroup struct {
-	Name           string    `json:"name"`
-	File           string    `json:"file"`
-	Rules          []apiRule `json:"rules"`
-	Interval       float64   `json:"interval"`
-	Limit          int       `json:"limit"`
-	Datasource     string    `json:"datasource,omitempty"`
-	EvaluationTime float64   `json:"evaluationTime"`
-	LastEvaluation time.Time `json:"lastEvaluation"`
-}
+// The API's JSON shapes live in internal/apiv1, shared with the console.
+type (
+	apiResponse = apiv1.Response
+	apiBand     = apiv1.Band
+	apiAlert    = apiv1.Alert
+	apiDetector = apiv1.Detector
+	apiRule     = apiv1.Rule
+	apiGroup    = apiv1.Group
+)
 
 func writeAPI(w http.ResponseWriter, code int, v apiResponse) {
 	w.Header().Set("Content-Type", "application/json")

@@ -58,6 +58,7 @@ type BuiltinMetrics struct {
 	Up             string `koanf:"up"`
 	QueueLength    string `koanf:"queue_length"`
 	InFlight       string `koanf:"in_flight"`
+	Workers        string `koanf:"workers"`
 	CodeLabel      string `koanf:"code_label"`
 	RouteLabel     string `koanf:"route_label"`
 	ClientLabel    string `koanf:"client_label"`
@@ -86,6 +87,7 @@ func DefaultBuiltinConfig() BuiltinConfig {
 			Up:             "up",
 			QueueLength:    "http_server_queue_length",
 			InFlight:       "http_server_requests_in_flight",
+			Workers:        "http_server_workers",
 			CodeLabel:      "code",
 			RouteLabel:     "route",
 			ClientLabel:    "client",
@@ -112,7 +114,7 @@ func (c *BuiltinConfig) Validate() error {
 	for _, f := range []struct{ key, v string }{
 		{"requests", m.Requests}, {"duration_bucket", m.DurationBucket}, {"process_cpu", m.ProcessCPU},
 		{"node_cpu", m.NodeCPU}, {"probe", m.Probe}, {"up", m.Up}, {"queue_length", m.QueueLength},
-		{"in_flight", m.InFlight},
+		{"in_flight", m.InFlight}, {"workers", m.Workers},
 	} {
 		if !model.UTF8Validation.IsValidMetricName(f.v) || strings.ContainsAny(f.v, "{}\"") {
 			errs.Addf("metrics."+f.key, "invalid metric name %q", f.v)

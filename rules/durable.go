@@ -63,6 +63,19 @@ func (m *Manager) saveTransitions(g *groupState, alerts []*model.Alert) {
 	}
 }
 
+// encodeAlerts returns the rule's alert states as stored, or nil when it
+// has none. The caller holds rs.mu.
+func (rs *ruleState) encodeAlerts() ([]byte, error) {
+	if len(rs.alerts) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(rs.alerts)
+	if err != nil {
+		return nil, fmt.Errorf("rules: encode alerts: %w", err)
+	}
+	return b, nil
+}
+
 // saveAlerts writes the alert states of g's rules, leaving other groups'
 // entries and detector snapshots as they are.
 func (m *Manager) saveAlerts(g *groupState) error {
@@ -72,17 +85,16 @@ func (m *Manager) saveAlerts(g *groupState) error {
 	var dels []string
 	for rs, k := range ruleKeys(g) {
 		rs.mu.Lock()
-		if len(rs.alerts) > 0 {
-			b, err := json.Marshal(rs.alerts)
-			if err != nil {
-				rs.mu.Unlock()
-				return fmt.Errorf("rules: encode alerts: %w", err)
-			}
+		b, err := rs.encodeAlerts()
+		rs.mu.Unlock()
+		switch {
+		case err != nil:
+			return err
+		case b != nil:
 			puts[k.String()] = b
-		} else {
+		default:
 			dels = append(dels, k.String())
 		}
-		rs.mu.Unlock()
 	}
 	return m.db.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketAlerts)

@@ -70,9 +70,11 @@ func describe(trs []Transition, onset time.Time) string {
 //     cleared every 200 s) is one incident: exactly one firing and one
 //     resolve of RateLimitStorm;
 //   - a surge that saturates the service is one page, naming the surge,
-//     within 60 s of the traffic step (or of the traffic passing capacity
-//     when it ramps up over four minutes); HighErrorRate and ProbeFailing
-//     are suppressed by it;
+//     within 60 s of the traffic step, or of the start of a ramp to 5x over
+//     four minutes (before traffic passes capacity: the in-flight requests
+//     are filling the workers); HighErrorRate and ProbeFailing are
+//     suppressed by it, and the surge's explanation gains the 5xx and the
+//     failing probe as they follow;
 //   - look-alikes never page: proportional overload, one abusive client
 //     sending 25× its traffic, a deploy's blips.
 func TestIncidentScenarios(t *testing.T) {
@@ -82,10 +84,15 @@ func TestIncidentScenarios(t *testing.T) {
 		want  string // the one alert that pages; "" for none
 		// within bounds the delay from onset + from to the page.
 		from, within time.Duration
+		// evidence, when set, must be named by the paging alert's
+		// explanation three minutes after onset.
+		evidence []string
 	}{
 		{shape: "sawtooth", want: "RateLimitStorm", within: 30 * time.Second},
-		{shape: "surge-step", want: "TrafficSurgeSaturation", within: 60 * time.Second},
-		{shape: "surge-ramp", want: "TrafficSurgeSaturation", from: time.Minute, within: 60 * time.Second},
+		{shape: "surge-step", want: "TrafficSurgeSaturation", within: 60 * time.Second,
+			evidence: []string{"5xx", "health checks"}},
+		{shape: "surge-ramp", want: "TrafficSurgeSaturation", within: 60 * time.Second,
+			evidence: []string{"5xx", "health checks"}},
 		{shape: "proportional"},
 		{shape: "abusive"},
 		{shape: "deploy"},
@@ -126,8 +133,59 @@ func TestIncidentScenarios(t *testing.T) {
 			}
 			require.Equal(t, 1, fired, "firing transitions of %s", tt.want)
 			require.Equal(t, 1, resolved, "resolve transitions of %s", tt.want)
+			if len(tt.evidence) == 0 {
+				return
+			}
+			// The 5xx and probe alerts are the surge's evidence: they fire
+			// suppressed by it, and its explanation names them.
+			for _, rule := range []string{"HighErrorRate", "ProbeFailing"} {
+				var by []string
+				for _, tr := range all {
+					if tr.Rule == rule && tr.To == model.StateFiring {
+						by = append(by, tr.SuppressedBy)
+					}
+				}
+				require.Equal(t, []string{tt.want}, by, "%s firings and what suppressed them", rule)
+			}
+			x := explanationAt(t, tt.shape, start, onset.Add(3*time.Minute), tt.want)
+			t.Logf("%s at +3m: %s", tt.want, x.Summary)
+			for _, e := range tt.evidence {
+				require.Contains(t, x.Summary, e)
+			}
 		})
 	}
+}
+
+// explanationAt replays the built-in pack over shape's recording until at
+// and returns the explanation of the firing alert rule.
+func explanationAt(t *testing.T, shape string, start, at time.Time, rule string) *model.Explanation {
+	t.Helper()
+	rec, onset := genRecording(shape, start)
+	st, err := store.New(store.Options{Config: store.Config{Retention: 24 * time.Hour, MaxSeries: 10000}})
+	require.NoError(t, err)
+	_, err = LoadOpenMetrics(st, rec)
+	require.NoError(t, err)
+	m, err := NewManager(Options{Source: newEngineSource(st)})
+	require.NoError(t, err)
+	defer m.Close()
+	m.anySource = true
+	cfg := DefaultConfig()
+	cfg.WatchFiles = false
+	require.NoError(t, m.ApplyConfig(cfg))
+	for _, g := range m.Groups() {
+		require.Equal(t, cfg.Builtin.Interval, g.Interval, "one evaluation interval")
+	}
+	for ts := onset.Add(-time.Hour); !ts.After(at); ts = ts.Add(cfg.Builtin.Interval) {
+		require.NoError(t, m.EvalGroups(context.Background(), ts))
+	}
+	for _, a := range m.Alerts() {
+		if a.Labels.Get("alertname") == rule && a.State == model.StateFiring {
+			require.NotNil(t, a.Explanation)
+			return a.Explanation
+		}
+	}
+	require.FailNow(t, "not firing", "%s at %v", rule, at)
+	return nil
 }
 
 var diurnalDays = flag.Float64("days", 0, "TestBuiltinPackDiurnal: replay this many simulated days from Monday 00:00 (default: one weekday, 07:00 to 16:00)")

@@ -107,23 +107,29 @@ func BenchmarkRemoteEval(b *testing.B) {
 			importSeries(b, vm, n, 1, end)
 			src, err := datasource.NewRemote(datasource.RemoteConfig{Name: "vm", URL: vm, Timeout: time.Minute})
 			require.NoError(b, err)
-			m, err := NewManager(Options{Source: src})
-			require.NoError(b, err)
-			cfg := testConfig(writeRules(b, b.TempDir(), "r.yml", benchRemoteRules))
-			cfg.WarmStart = 0
-			require.NoError(b, m.ApplyConfig(cfg))
-			ctx := context.Background()
-			require.NoError(b, m.EvalGroups(ctx, end))
-			require.Len(b, m.groups[0].rules[0].series, n)
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := m.EvalGroups(ctx, end); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "series/s")
+			benchEvalLoop(b, src, n, end)
 		})
 	}
+}
+
+// benchEvalLoop loads benchRemoteRules on src, checks that one evaluation
+// at at sees n series, and times repeated evaluations at at.
+func benchEvalLoop(b *testing.B, src datasource.Source, n int, at time.Time) {
+	m, err := NewManager(Options{Source: src})
+	require.NoError(b, err)
+	cfg := testConfig(writeRules(b, b.TempDir(), "r.yml", benchRemoteRules))
+	cfg.WarmStart = 0
+	require.NoError(b, m.ApplyConfig(cfg))
+	ctx := context.Background()
+	require.NoError(b, m.EvalGroups(ctx, at))
+	require.Len(b, m.groups[0].rules[0].series, n)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := m.EvalGroups(ctx, at); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "series/s")
 }
 
 // BenchmarkRemoteWarmStart measures a cold start of that rule over 1000
@@ -194,21 +200,7 @@ func BenchmarkRemoteEvalPrometheus(b *testing.B) {
 				v, err := src.Instant(context.Background(), "count(load)", time.Now())
 				return err == nil && len(v) == 1 && int(v[0].F) == n
 			}, time.Minute, 200*time.Millisecond)
-			m, err := NewManager(Options{Source: src})
-			require.NoError(b, err)
-			rcfg := testConfig(writeRules(b, b.TempDir(), "r.yml", benchRemoteRules))
-			rcfg.WarmStart = 0
-			require.NoError(b, m.ApplyConfig(rcfg))
-			at := time.Now()
-			require.NoError(b, m.EvalGroups(ctx, at))
-			require.Len(b, m.groups[0].rules[0].series, n)
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := m.EvalGroups(ctx, at); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "series/s")
+			benchEvalLoop(b, src, n, time.Now())
 		})
 	}
 }

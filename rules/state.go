@@ -157,12 +157,12 @@ func (m *Manager) Save() error {
 	for _, g := range groups {
 		for rs, k := range ruleKeys(g) {
 			rs.mu.Lock()
-			if len(rs.alerts) > 0 {
-				b, err := json.Marshal(rs.alerts)
-				if err != nil {
-					rs.mu.Unlock()
-					return fmt.Errorf("rules: encode alerts: %w", err)
-				}
+			b, err := rs.encodeAlerts()
+			if err != nil {
+				rs.mu.Unlock()
+				return err
+			}
+			if b != nil {
 				alerts[k.String()] = b
 			}
 			if rs.rule.Detector != nil {

@@ -17,7 +17,7 @@ log=$(mktemp -t seismo-drills.XXXXXX)
 
 make build >/dev/null || exit 1
 echo "drills: running against bin/seismo; go test -v output in $log"
-DRILLS_FULL=1 DRILLS_BIN="$PWD/bin/seismo" $GO test -count=1 -timeout 60m -v -run "TestDrill($filter)" ./drills >"$log" 2>&1
+DRILLS_FULL=1 TEST_SEISMO_BIN="$PWD/bin/seismo" $GO test -count=1 -timeout 60m -v -run "TestDrill($filter)" ./drills >"$log" 2>&1
 rc=$?
 
 echo

@@ -13,7 +13,9 @@
 // state it holds, and never wait for evaluation work or for a free API slot:
 // a health check served by saturated workers is how one of the outages that
 // seismo exists to prevent got worse. Mounted handlers share a bounded
-// number of concurrent slots and get 503 when all are busy.
+// number of concurrent slots; when all are busy a request waits, blocked,
+// in a bounded queue for a bounded time, and gets 503 with Retry-After
+// past either bound.
 package web
 
 import (
@@ -40,8 +42,16 @@ type Options struct {
 	// ListenAddress is host:port; port 0 picks a free port (see Addr).
 	ListenAddress string
 	// MaxConcurrentRequests bounds requests in flight to handlers mounted
-	// with Handle; more get 503 at once. 0 means 64.
+	// with Handle; more wait in the queue. 0 means 64.
 	MaxConcurrentRequests int
+	// MaxQueuedRequests bounds the requests that wait for a slot when all
+	// are busy; more get 503 with Retry-After at once. A waiting request
+	// has read only its headers and is blocked, not runnable, so it costs
+	// no CPU. 0 means 1024; negative means no queue.
+	MaxQueuedRequests int
+	// QueueTimeout bounds how long a request waits in the queue before it
+	// gets 503 with Retry-After. 0 means 5s.
+	QueueTimeout time.Duration
 	// Reload is called by POST /-/reload and must apply a new config the
 	// same way SIGHUP does, returning its error. Nil disables the endpoint.
 	Reload func(ctx context.Context) error
@@ -115,6 +125,7 @@ type Server struct {
 	listener net.Listener
 	mux      *http.ServeMux
 	slots    chan struct{}
+	queued   atomic.Int64 // requests waiting for a slot
 	ready    atomic.Bool
 	srv      *http.Server
 	access   atomic.Pointer[Access]
@@ -132,6 +143,9 @@ type Server struct {
 	closeErr  error
 
 	rejected     *metrics.Counter
+	queueFull    *metrics.Counter
+	queueTimeout *metrics.Counter
+	queueWait    *metrics.PrometheusHistogram
 	unauthorized *metrics.Counter
 	forbidden    *metrics.Counter
 }
@@ -145,6 +159,15 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxConcurrentRequests <= 0 {
 		opts.MaxConcurrentRequests = 64
+	}
+	switch {
+	case opts.MaxQueuedRequests == 0:
+		opts.MaxQueuedRequests = 1024
+	case opts.MaxQueuedRequests < 0:
+		opts.MaxQueuedRequests = 0
+	}
+	if opts.QueueTimeout <= 0 {
+		opts.QueueTimeout = 5 * time.Second
 	}
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 5 * time.Second
@@ -168,9 +191,13 @@ func New(opts Options) (*Server, error) {
 		slots:        make(chan struct{}, opts.MaxConcurrentRequests),
 		bcrypt:       make(chan struct{}, 1),
 		rejected:     opts.Set.NewCounter(`seismo_http_requests_rejected_total`),
+		queueFull:    opts.Set.NewCounter(`seismo_http_requests_rejected_by_reason_total{reason="queue_full"}`),
+		queueTimeout: opts.Set.NewCounter(`seismo_http_requests_rejected_by_reason_total{reason="queue_timeout"}`),
+		queueWait:    opts.Set.NewPrometheusHistogram(`seismo_http_request_queue_wait_seconds`),
 		unauthorized: opts.Set.NewCounter(`seismo_http_requests_unauthorized_total`),
 		forbidden:    opts.Set.NewCounter(`seismo_http_requests_forbidden_total`),
 	}
+	opts.Set.NewGauge(`seismo_http_requests_queued`, func() float64 { return float64(s.queued.Load()) })
 	s.listener = &switchListener{Listener: ln, s: s}
 	s.access.Store(opts.Access)
 	s.srv = &http.Server{
@@ -390,32 +417,72 @@ func (l *switchListener) Accept() (net.Conn, error) {
 	return c, nil
 }
 
-// limit gives h one of the shared slots, or answers 503 at once when all are
-// busy: queueing would only make a saturated agent slower.
+// limit runs h in one of the shared slots, before h does any work. When
+// all slots are busy the request waits, blocked, in a queue of at most
+// MaxQueuedRequests for at most QueueTimeout; past either bound it gets 503
+// with Retry-After. Waiting instead of answering at once paces clients
+// that retry immediately: a flood of instant 503s costs the agent more CPU
+// than the queries it sheds, and a blocked goroutine costs none.
 func (s *Server) limit(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case s.slots <- struct{}{}:
 			defer func() { <-s.slots }()
 			h.ServeHTTP(w, r)
+			return
 		default:
-			s.rejected.Inc()
-			w.Header().Set("Retry-After", "1")
-			http.Error(w, "too many concurrent requests", http.StatusServiceUnavailable)
+		}
+		if s.queued.Add(1) > int64(s.opts.MaxQueuedRequests) {
+			s.queued.Add(-1)
+			s.queueFull.Inc()
+			s.shed(w, "too many concurrent requests, and the queue is full")
+			return
+		}
+		start := time.Now()
+		t := time.NewTimer(s.opts.QueueTimeout)
+		select {
+		case s.slots <- struct{}{}:
+			t.Stop()
+			s.queued.Add(-1)
+			s.queueWait.UpdateDuration(start)
+			defer func() { <-s.slots }()
+			h.ServeHTTP(w, r)
+		case <-t.C:
+			s.queued.Add(-1)
+			s.queueTimeout.Inc()
+			s.shed(w, fmt.Sprintf("too many concurrent requests: no slot freed within %s", s.opts.QueueTimeout))
+		case <-r.Context().Done():
+			t.Stop()
+			s.queued.Add(-1)
+			s.shed(w, "request cancelled while queued") // the client has most likely left
 		}
 	})
+}
+
+// shed answers 503 with Retry-After.
+func (s *Server) shed(w http.ResponseWriter, msg string) {
+	s.rejected.Inc()
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, msg, http.StatusServiceUnavailable)
 }
 
 // instrument counts requests by handler and status code, and times them.
 func (s *Server) instrument(handler string, h http.Handler) http.Handler {
 	label := strings.ReplaceAll(handler, `"`, `'`)
 	duration := s.opts.Set.NewPrometheusHistogram(fmt.Sprintf(`seismo_http_request_duration_seconds{handler=%q}`, label))
+	// Counters by status code, looked up without formatting their name on
+	// every request (the shed 503s come by the thousand per second).
+	var byCode sync.Map // int -> *metrics.Counter
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(rw, r)
 		duration.UpdateDuration(start)
-		s.opts.Set.GetOrCreateCounter(fmt.Sprintf(`seismo_http_requests_total{handler=%q,code="%d"}`, label, rw.code)).Inc()
+		c, ok := byCode.Load(rw.code)
+		if !ok {
+			c, _ = byCode.LoadOrStore(rw.code, s.opts.Set.GetOrCreateCounter(fmt.Sprintf(`seismo_http_requests_total{handler=%q,code="%d"}`, label, rw.code)))
+		}
+		c.(*metrics.Counter).Inc()
 	})
 }
 

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,33 +60,70 @@ func get(t *testing.T, method, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// TestHealthAnswersWhileAPIIsSaturated holds every API slot with a handler
-// that does not return, and shows that health, readiness and /metrics still
-// answer while it is held, and that further API requests are shed with 503
-// instead of queueing.
-func TestHealthAnswersWhileAPIIsSaturated(t *testing.T) {
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	set := metrics.NewSet()
-	s, base := start(t, Options{MaxConcurrentRequests: 1, Set: set})
+// holdSlot mounts GET /api/v1/slow, a handler that does not return until
+// the test releases it, and returns the release function.
+func holdSlot(t *testing.T, s *Server) (entered <-chan struct{}, release func()) {
+	t.Helper()
+	in := make(chan struct{}, 16)
+	rel := make(chan struct{})
 	s.Handle("GET /api/v1/slow", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(entered)
-		<-release
+		in <- struct{}{}
+		<-rel
 		io.WriteString(w, "done")
 	}))
-	s.SetReady(true)
+	var once sync.Once
+	release = func() { once.Do(func() { close(rel) }) }
+	t.Cleanup(release)
+	return in, release
+}
 
-	slow := make(chan int, 1)
+// getAsync requests url in the background and sends its status code (-1
+// on a client error) on the returned channel.
+func getAsync(ctx context.Context, url string) <-chan int {
+	res := make(chan int, 1)
 	go func() {
-		resp, err := http.Get(base + "/api/v1/slow")
+		req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 		if err != nil {
-			slow <- -1
+			res <- -1
 			return
 		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			res <- -1
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		slow <- resp.StatusCode
+		res <- resp.StatusCode
 	}()
+	return res
+}
+
+// waitQueued waits until n requests wait for a slot.
+func waitQueued(t *testing.T, s *Server, n int64) {
+	t.Helper()
+	for s.queued.Load() != n {
+		if t.Context().Err() != nil {
+			t.Fatalf("never %d queued requests", n)
+		}
+		runtime.Gosched()
+	}
+}
+
+// TestHealthAnswersWhileAPIIsSaturated takes every API slot and fills the
+// queue with handlers that do not return, and shows that health,
+// readiness and /metrics still answer, and that further API requests are
+// shed at once with 503 and Retry-After.
+func TestHealthAnswersWhileAPIIsSaturated(t *testing.T) {
+	set := metrics.NewSet()
+	s, base := start(t, Options{MaxConcurrentRequests: 1, MaxQueuedRequests: 1, QueueTimeout: time.Hour, Set: set})
+	entered, release := holdSlot(t, s)
+	s.SetReady(true)
+
+	slow := getAsync(t.Context(), base+"/api/v1/slow")
 	<-entered // the only API slot is now taken and will stay taken
+	queued := getAsync(t.Context(), base+"/api/v1/slow")
+	waitQueued(t, s, 1) // and the queue is full
 
 	tests := []struct {
 		name, method, path string
@@ -93,14 +132,21 @@ func TestHealthAnswersWhileAPIIsSaturated(t *testing.T) {
 	}{
 		{"healthy", "GET", "/-/healthy", 200, "healthy"},
 		{"ready", "GET", "/-/ready", 200, "ready"},
-		{"metrics", "GET", "/metrics", 200, "go_goroutines"},
-		{"api shed", "GET", "/api/v1/slow", 503, "too many concurrent requests"},
+		{"metrics", "GET", "/metrics", 200, "seismo_http_requests_queued 1"},
+		{"api shed", "GET", "/api/v1/slow", 503, "too many concurrent requests, and the queue is full"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, body := get(t, tt.method, base+tt.path)
-			require.Equal(t, tt.code, code)
-			require.Contains(t, body, tt.body)
+			resp, err := http.Get(base + tt.path)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.Equal(t, tt.code, resp.StatusCode)
+			require.Contains(t, string(b), tt.body)
+			if tt.code == 503 {
+				require.Equal(t, "1", resp.Header.Get("Retry-After"))
+			}
 		})
 	}
 	select {
@@ -109,9 +155,72 @@ func TestHealthAnswersWhileAPIIsSaturated(t *testing.T) {
 	default:
 	}
 	require.Equal(t, uint64(1), set.GetOrCreateCounter("seismo_http_requests_rejected_total").Get())
+	require.Equal(t, uint64(1), set.GetOrCreateCounter(`seismo_http_requests_rejected_by_reason_total{reason="queue_full"}`).Get())
 
-	close(release)
+	release()
 	require.Equal(t, 200, <-slow)
+	require.Equal(t, 200, <-queued, "the queued request is served once a slot frees")
+	require.Equal(t, int64(0), s.queued.Load())
+}
+
+// TestQueueTimeout shows that a request that waited QueueTimeout for a
+// slot gets 503 with Retry-After, and that without a queue the excess is
+// shed at once.
+func TestQueueTimeout(t *testing.T) {
+	tests := []struct {
+		name   string
+		queue  int
+		reason string
+		body   string
+	}{
+		{"waited too long", 1, "queue_timeout", "no slot freed within 10ms"},
+		{"no queue", -1, "queue_full", "the queue is full"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := metrics.NewSet()
+			s, base := start(t, Options{MaxConcurrentRequests: 1, MaxQueuedRequests: tt.queue, QueueTimeout: 10 * time.Millisecond, Set: set})
+			entered, release := holdSlot(t, s)
+			slow := getAsync(t.Context(), base+"/api/v1/slow")
+			<-entered
+
+			resp, err := http.Get(base + "/api/v1/slow")
+			require.NoError(t, err)
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.NoError(t, err)
+			require.Equal(t, 503, resp.StatusCode)
+			require.Equal(t, "1", resp.Header.Get("Retry-After"))
+			require.Contains(t, string(b), tt.body)
+			require.Equal(t, uint64(1), set.GetOrCreateCounter(`seismo_http_requests_rejected_by_reason_total{reason="`+tt.reason+`"}`).Get())
+			require.Equal(t, int64(0), s.queued.Load())
+
+			release()
+			require.Equal(t, 200, <-slow)
+		})
+	}
+}
+
+// TestQueuedClientLeaves shows that a client that gives up while queued
+// leaves the queue, so the place is free for another.
+func TestQueuedClientLeaves(t *testing.T) {
+	s, base := start(t, Options{MaxConcurrentRequests: 1, MaxQueuedRequests: 1, QueueTimeout: time.Hour})
+	entered, release := holdSlot(t, s)
+	slow := getAsync(t.Context(), base+"/api/v1/slow")
+	<-entered
+
+	ctx, cancel := context.WithCancel(t.Context())
+	gone := getAsync(ctx, base+"/api/v1/slow")
+	waitQueued(t, s, 1)
+	cancel()
+	require.Equal(t, -1, <-gone)
+	waitQueued(t, s, 0)
+
+	again := getAsync(t.Context(), base+"/api/v1/slow")
+	waitQueued(t, s, 1)
+	release()
+	require.Equal(t, 200, <-slow)
+	require.Equal(t, 200, <-again)
 }
 
 func TestReady(t *testing.T) {

@@ -21,7 +21,8 @@ import (
 
 // TestReloadSwapsAccess serves TLS with a basic-auth user, changes the
 // user's password in the web config file and reloads over HTTP: the new
-// password works at once and the old one stops. A broken web config file
+// password works at once (although it was cached as wrong before the
+// reload) and the old one stops (although it was cached as right). A broken web config file
 // then fails the reload, which names the file, and the running settings
 // keep serving.
 func TestReloadSwapsAccess(t *testing.T) {
@@ -81,6 +82,10 @@ rules:
 	require.Equal(t, 200, code, "health is exempt by default")
 	code, _ = call("GET", "/api/v1/rules", "alice", "one")
 	require.Equal(t, 200, code)
+	// Checked outcomes are cached (right and wrong); a reload must not
+	// serve them for the new users.
+	code, _ = call("GET", "/api/v1/rules", "alice", "two")
+	require.Equal(t, 401, code, "not yet alice's password")
 
 	writeWeb(user("alice", "two") + user("bob", "three"))
 	code, body := call("POST", "/-/reload", "alice", "one")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,6 +127,8 @@ func newAgent(cfg *config.Config, opts agentOptions) (*agent, error) {
 	w, err := web.New(web.Options{
 		ListenAddress:         cfg.HTTP.ListenAddress,
 		MaxConcurrentRequests: cfg.HTTP.MaxConcurrentRequests,
+		MaxQueuedRequests:     cmp.Or(cfg.HTTP.MaxQueuedRequests, -1), // 0 in the config: no queue
+		QueueTimeout:          cfg.HTTP.QueueTimeout,
 		RoutePrefix:           cfg.HTTP.RoutePrefixOrDefault(),
 		Reload:                a.requestReload,
 		Set:                   httpSet,

@@ -18,11 +18,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/seismo-agent/seismo/internal/config"
+	"github.com/seismo-agent/seismo/internal/testbin"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	removeTestBinary()
+	testbin.Remove()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak:", err)

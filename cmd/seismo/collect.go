@@ -117,7 +117,7 @@ func wireCollect(a *agent, cfg *config.Config) (*collected, error) {
 	apiLocal, err := datasource.NewLocal(datasource.LocalOptions{
 		Queryable: st, Logger: a.logger,
 		Timeout: cfg.HTTP.QueryTimeout, MaxSamples: cfg.HTTP.QueryMaxSamples,
-		MaxConcurrent: cfg.HTTP.QueryConcurrency(),
+		MaxConcurrent: cfg.HTTP.QueryConcurrency(), CPUShare: cfg.HTTP.QueryCPUShare(),
 	})
 	if err != nil {
 		return nil, err

@@ -7,36 +7,17 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-)
 
-// testBinary is built once per test run by buildSeismo and removed by
-// TestMain.
-var (
-	testBinaryDir string
-	testBinary    = sync.OnceValues(func() (string, error) {
-		dir, err := os.MkdirTemp("", "seismo-e2e-")
-		if err != nil {
-			return "", err
-		}
-		testBinaryDir = dir
-		bin := filepath.Join(dir, "seismo")
-		cmd := exec.Command("go", "build", "-ldflags", "-X main.version=v0.0.0-e2e -X main.revision=e2e", "-o", bin, ".")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("go build: %w\n%s", err, out)
-		}
-		return bin, nil
-	})
+	"github.com/seismo-agent/seismo/internal/testbin"
 )
 
 // buildSeismo returns the path of the seismo binary, built with a version
@@ -46,15 +27,9 @@ func buildSeismo(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin, err := testBinary()
+	bin, err := testbin.Seismo()
 	require.NoError(t, err)
 	return bin
-}
-
-func removeTestBinary() {
-	if testBinaryDir != "" {
-		os.RemoveAll(testBinaryDir)
-	}
 }
 
 // proc is a running "seismo run" child process.
@@ -183,7 +158,7 @@ func TestBinaryReloadAndShutdown(t *testing.T) {
 	require.Equal(t, 200, code)
 	code, _ = do(t, "GET", base+"/-/ready")
 	require.Equal(t, 200, code)
-	require.Contains(t, metricLine(t, base, "seismo_build_info"), `version="v0.0.0-e2e",revision="e2e"`)
+	require.Contains(t, metricLine(t, base, "seismo_build_info"), `version="`+testbin.Version+`",revision="`+testbin.Revision+`"`)
 	require.Equal(t, "seismo_config_last_reload_successful 1", metricLine(t, base, "seismo_config_last_reload_successful"))
 	require.DirExists(t, filepath.Join(dir, "state"), "data_dir is relative to the config file")
 

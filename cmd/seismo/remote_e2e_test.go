@@ -412,24 +412,25 @@ func startPrometheus(t *testing.T, target string) string {
 	return "http://" + addr
 }
 
-// startAM runs Alertmanager delivering to hookURL and returns its URL.
-func startAM(t *testing.T, hookURL string) string {
+// startAlertmanager runs Alertmanager from bin on a loopback port,
+// forwarding every alert to hookURL with the given group interval, and
+// returns its URL once it is ready.
+func startAlertmanager(t *testing.T, bin, hookURL string, groupInterval time.Duration) string {
 	t.Helper()
-	bin := needBinary(t, "/usr/bin/prometheus-alertmanager")
 	addr := freeAddr(t)
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`route:
   receiver: hook
   group_by: [alertname]
   group_wait: 1s
-  group_interval: 3s
+  group_interval: %s
   repeat_interval: 1h
 receivers:
   - name: hook
     webhook_configs:
       - url: %q
         send_resolved: true
-`, hookURL)
+`, groupInterval, hookURL)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "am.yml"), []byte(cfg), 0o600))
 	startServer(t, bin, "http://"+addr+"/-/ready",
 		"--config.file="+filepath.Join(dir, "am.yml"), "--storage.path="+filepath.Join(dir, "data"),
@@ -494,7 +495,7 @@ func TestHAPairOnePage(t *testing.T) {
 	defer target.Close()
 	prom := startPrometheus(t, strings.TrimPrefix(target.URL, "http://"))
 	fromAM := newHookReceiver(t)
-	am := startAM(t, fromAM.url)
+	am := startAlertmanager(t, needBinary(t, "/usr/bin/prometheus-alertmanager"), fromAM.url, 3*time.Second)
 	direct := newHookReceiver(t)
 
 	var bases []string

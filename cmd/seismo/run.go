@@ -170,9 +170,9 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 			a.logger.Warn("http.route_prefix changed; restart seismo to apply it",
 				"old", cur.HTTP.RoutePrefixOrDefault(), "new", next.HTTP.RoutePrefixOrDefault())
 		}
-		if next.HTTP.MaxConcurrentRequests != cur.HTTP.MaxConcurrentRequests {
-			a.logger.Warn("http.max_concurrent_requests changed; restart seismo to apply it",
-				"old", cur.HTTP.MaxConcurrentRequests, "new", next.HTTP.MaxConcurrentRequests)
+		if next.HTTP.MaxConcurrentRequests != cur.HTTP.MaxConcurrentRequests ||
+			next.HTTP.MaxQueuedRequests != cur.HTTP.MaxQueuedRequests || next.HTTP.QueueTimeout != cur.HTTP.QueueTimeout {
+			a.logger.Warn("http.max_concurrent_requests, max_queued_requests or queue_timeout changed; restart seismo to apply them")
 		}
 		if next.HTTP.Limits() != cur.HTTP.Limits() || next.HTTP.QueryTimeout != cur.HTTP.QueryTimeout ||
 			next.HTTP.QueryMaxSamples != cur.HTTP.QueryMaxSamples || next.HTTP.QueryMaxPoints != cur.HTTP.QueryMaxPoints ||

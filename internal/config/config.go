@@ -89,6 +89,11 @@ type HTTPConfig struct {
 	// MaxConcurrentRequests bounds concurrent API requests (mounted under
 	// /api/); health, readiness and /metrics are never limited.
 	MaxConcurrentRequests int `koanf:"max_concurrent_requests"`
+	// MaxQueuedRequests bounds API requests waiting for a slot (0: none
+	// wait); more get 503 with Retry-After at once. QueueTimeout bounds the
+	// wait, past which the request gets 503 with Retry-After.
+	MaxQueuedRequests int           `koanf:"max_queued_requests"`
+	QueueTimeout      time.Duration `koanf:"queue_timeout"`
 	// RoutePrefix is the path under which every endpoint and the console
 	// are served ("/seismo"), for a reverse proxy that hosts the agent
 	// under a path. Empty means the path of ExternalURL, or the root.
@@ -136,6 +141,14 @@ func (h *HTTPConfig) QueryConcurrency() int {
 		return h.QueryMaxConcurrency
 	}
 	return max(1, runtime.GOMAXPROCS(0)/2)
+}
+
+// QueryCPUShare is the share of time each API query turn may be in use so
+// that API queries together take at most half the usable CPUs even when
+// there are fewer CPUs than turns (one CPU, one turn: 0.5). 1 means no
+// pause.
+func (h *HTTPConfig) QueryCPUShare() float64 {
+	return min(1, float64(runtime.GOMAXPROCS(0))/2/float64(h.QueryConcurrency()))
 }
 
 // LogConfig configures the agent's structured log.
@@ -197,6 +210,8 @@ func DefaultHTTPConfig() HTTPConfig {
 	return HTTPConfig{
 		ListenAddress:         "127.0.0.1:9797",
 		MaxConcurrentRequests: 64,
+		MaxQueuedRequests:     1024,
+		QueueTimeout:          5 * time.Second,
 		AuthExemptHealth:      true,
 		ReadHeaderTimeout:     l.ReadHeaderTimeout,
 		ReadTimeout:           l.ReadTimeout,
@@ -266,6 +281,12 @@ func (h *HTTPConfig) Validate() error {
 	}
 	if h.MaxConcurrentRequests <= 0 {
 		errs.Addf("max_concurrent_requests", "must be positive, got %d", h.MaxConcurrentRequests)
+	}
+	if h.MaxQueuedRequests < 0 {
+		errs.Addf("max_queued_requests", "must not be negative, got %d", h.MaxQueuedRequests)
+	}
+	if h.QueueTimeout <= 0 {
+		errs.Addf("queue_timeout", "must be positive, got %s", h.QueueTimeout)
 	}
 	if err := checkRoutePrefix(h.RoutePrefix); err != nil {
 		errs.Addf("route_prefix", "%v", err)

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -27,6 +28,8 @@ func TestHTTPSecurityKeys(t *testing.T) {
 		require.False(t, h.EnableLifecycle)
 		require.False(t, h.EnableAdminAPI)
 		require.Equal(t, 30*time.Second, h.QueryTimeout)
+		require.Equal(t, 1024, h.MaxQueuedRequests)
+		require.Equal(t, 5*time.Second, h.QueueTimeout)
 		require.NoError(t, h.Validate())
 		require.Empty(t, h.AccessConfig().BearerToken)
 	})
@@ -65,6 +68,8 @@ http:
   read_timeout: 0s
   max_request_body_bytes: 10
   query_max_samples: 0
+  max_queued_requests: -1
+  queue_timeout: 0s
 `)
 		_, err := Load(LoadOptions{File: file})
 		require.Error(t, err)
@@ -76,9 +81,31 @@ http:
 			"http.read_timeout: must be positive",
 			"http.max_request_body_bytes: must be at least 1024",
 			"http.query_max_samples: must be positive",
+			"seismo.yml:10:24: http.max_queued_requests: must not be negative, got -1",
+			"seismo.yml:11:18: http.queue_timeout: must be positive, got 0s",
 		} {
 			require.ErrorContains(t, err, want)
 		}
 		require.NotContains(t, err.Error(), "hunter2")
 	})
+}
+
+// TestQueryCPUShare: API queries together may use at most half the usable
+// CPUs, whatever the number of turns.
+func TestQueryCPUShare(t *testing.T) {
+	procs := runtime.GOMAXPROCS(0)
+	tests := []struct {
+		concurrency int
+		want        float64
+	}{
+		{0, min(1, float64(procs)/2/float64(max(1, procs/2)))},
+		{procs, 0.5},
+		{2 * procs, 0.25},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.concurrency), func(t *testing.T) {
+			h := HTTPConfig{QueryMaxConcurrency: tt.concurrency}
+			require.InDelta(t, tt.want, h.QueryCPUShare(), 1e-9)
+		})
+	}
 }

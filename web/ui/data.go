@@ -16,7 +16,9 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/seismo-agent/seismo/internal/model"
+	"github.com/seismo-agent/seismo/internal/apiv1"
+	"github.com/seismo-agent/seismo/notify"
+	"github.com/seismo-agent/seismo/notify/draft"
 )
 
 // callAPI serves a GET of path by h in-process and decodes the "data" of
@@ -66,25 +68,9 @@ func (r *recorder) Write(b []byte) (int, error) {
 	return r.Body.Write(b)
 }
 
-type band struct {
-	Lower float64 `json:"lower"`
-	Upper float64 `json:"upper"`
-}
-
-// apiAlert is an alert of /api/v1/alerts and /api/v1/rules.
-type apiAlert struct {
-	Labels      map[string]string  `json:"labels"`
-	Annotations map[string]string  `json:"annotations"`
-	State       string             `json:"state"`
-	ActiveAt    *time.Time         `json:"activeAt"`
-	FiredAt     *time.Time         `json:"firedAt"`
-	Value       string             `json:"value"`
-	Flapping    bool               `json:"flapping"`
-	Score       *float64           `json:"score"`
-	Expected    *float64           `json:"expected"`
-	Band        *band              `json:"band"`
-	Explanation *model.Explanation `json:"explanation"`
-	Draft       *model.Draft       `json:"draft"`
+// alertView is an alert of /api/v1/alerts as the console shows it.
+type alertView struct {
+	apiv1.Alert
 
 	// Filled by the console.
 	Chart      template.HTML `json:"-"`
@@ -93,11 +79,11 @@ type apiAlert struct {
 }
 
 // Name is the alert's alertname.
-func (a *apiAlert) Name() string { return a.Labels[labels.AlertName] }
+func (a *alertView) Name() string { return a.Labels[labels.AlertName] }
 
 // Summary is the summary annotation (the rule author's words, usually
 // quoting the explanation), else the explanation's summary.
-func (a *apiAlert) Summary() string {
+func (a *alertView) Summary() string {
 	if s := a.Annotations["summary"]; s != "" {
 		return s
 	}
@@ -108,7 +94,7 @@ func (a *apiAlert) Summary() string {
 }
 
 // Num is the alert's value as a number.
-func (a *apiAlert) Num() float64 {
+func (a *alertView) Num() float64 {
 	v, err := strconv.ParseFloat(a.Value, 64)
 	if err != nil {
 		return math.NaN()
@@ -117,14 +103,14 @@ func (a *apiAlert) Num() float64 {
 }
 
 type alertsPage struct {
-	Alerts []*apiAlert
+	Alerts []*alertView
 	// Others counts warming-up and resolved alerts, not shown.
 	Others int
 }
 
 func (c *Console) alertsData(r *http.Request) (any, error) {
 	var d struct {
-		Alerts []*apiAlert `json:"alerts"`
+		Alerts []*alertView `json:"alerts"`
 	}
 	if err := callAPI(r, c.opts.Alerts, "/api/v1/alerts", &d); err != nil {
 		return alertsPage{}, err
@@ -151,7 +137,7 @@ func (c *Console) alertsData(r *http.Request) (any, error) {
 	}
 	// Firing first, then pending; within each, alerts a detector explained
 	// (they say what is wrong) before plain ones, then the oldest first.
-	slices.SortStableFunc(p.Alerts, func(a, b *apiAlert) int {
+	slices.SortStableFunc(p.Alerts, func(a, b *alertView) int {
 		if a.State != b.State {
 			if a.State == "firing" {
 				return -1
@@ -196,74 +182,16 @@ func matchers(ls map[string]string) string {
 	return strings.Join(parts, ", ")
 }
 
-type apiDetector struct {
-	Type      string               `json:"type"`
-	Signals   map[string]string    `json:"signals"`
-	Series    int                  `json:"series"`
-	WarmingUp int                  `json:"warmingUp"`
-	Info      []*model.Explanation `json:"info"`
-}
-
-type apiRule struct {
-	State          string       `json:"state"`
-	Name           string       `json:"name"`
-	Query          string       `json:"query"`
-	Duration       float64      `json:"duration"`
-	Health         string       `json:"health"`
-	LastError      string       `json:"lastError"`
-	EvaluationTime float64      `json:"evaluationTime"`
-	LastEvaluation time.Time    `json:"lastEvaluation"`
-	Type           string       `json:"type"`
-	Kind           string       `json:"kind"`
-	Enabled        bool         `json:"enabled"`
-	Alerts         []*apiAlert  `json:"alerts"`
-	Detector       *apiDetector `json:"detector"`
-}
-
-type apiGroup struct {
-	Name           string     `json:"name"`
-	File           string     `json:"file"`
-	Interval       float64    `json:"interval"`
-	Datasource     string     `json:"datasource"`
-	EvaluationTime float64    `json:"evaluationTime"`
-	LastEvaluation time.Time  `json:"lastEvaluation"`
-	Rules          []*apiRule `json:"rules"`
-}
-
 func (c *Console) rulesData(r *http.Request) (any, error) {
 	var d struct {
-		Groups []*apiGroup `json:"groups"`
+		Groups []*apiv1.Group `json:"groups"`
 	}
 	err := callAPI(r, c.opts.Rules, "/api/v1/rules", &d)
 	return d.Groups, err
 }
 
-type apiDraft struct {
-	Seq       int       `json:"seq"`
-	Phase     string    `json:"phase"`
-	Title     string    `json:"title"`
-	Text      string    `json:"text"`
-	Markdown  string    `json:"markdown"`
-	Timeline  string    `json:"timeline"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-type apiIncident struct {
-	ID          string            `json:"id"`
-	GroupLabels map[string]string `json:"group_labels"`
-	Component   string            `json:"component"`
-	Impact      string            `json:"impact"`
-	Kind        string            `json:"kind"`
-	Cause       string            `json:"cause"`
-	Summary     string            `json:"summary"`
-	Phase       string            `json:"phase"`
-	FiringAt    time.Time         `json:"firing_at"`
-	ResolvedAt  time.Time         `json:"resolved_at"`
-	Drafts      []*apiDraft       `json:"drafts"`
-}
-
 func (c *Console) draftsData(r *http.Request) (any, error) {
-	var d []*apiIncident
+	var d []*draft.Incident
 	err := callAPI(r, c.opts.Drafts, "/api/v1/drafts", &d)
 	for _, inc := range d {
 		// The newest draft first: it is the one to post next.
@@ -272,18 +200,8 @@ func (c *Console) draftsData(r *http.Request) (any, error) {
 	return d, err
 }
 
-type apiSilence struct {
-	ID        string    `json:"id"`
-	Matchers  []string  `json:"matchers"`
-	StartsAt  time.Time `json:"startsAt"`
-	EndsAt    time.Time `json:"endsAt"`
-	CreatedBy string    `json:"createdBy"`
-	Comment   string    `json:"comment"`
-	Status    string    `json:"status"`
-}
-
 type silencesPage struct {
-	Silences []*apiSilence
+	Silences []*notify.Silence
 	// Matchers prefills the form (from ?matchers=, as the alerts page's
 	// "Silence" links set it).
 	Matchers string
@@ -293,7 +211,7 @@ func (c *Console) silencesData(r *http.Request) (any, error) {
 	p := silencesPage{Matchers: r.URL.Query().Get("matchers")}
 	err := callAPI(r, c.opts.Silences, "/api/v1/silences", &p.Silences)
 	// Active and pending first, the newest first.
-	slices.SortStableFunc(p.Silences, func(a, b *apiSilence) int {
+	slices.SortStableFunc(p.Silences, func(a, b *notify.Silence) int {
 		if (a.Status == "expired") != (b.Status == "expired") {
 			if a.Status == "expired" {
 				return 1

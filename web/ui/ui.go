@@ -13,6 +13,7 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -76,8 +78,13 @@ type Options struct {
 	Config func() ([]byte, error)
 	// Refresh is how often pages re-fetch their content; 0 means 5s.
 	Refresh time.Duration
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// CacheFor is how long a rendered page is served again to every
+	// client that asks for the same URL, so that many open consoles (or a
+	// flood of requests) cost one rendering per page per CacheFor. 0 means
+	// 1s; negative turns the cache off.
+	CacheFor time.Duration
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Console serves the pages. Create it with New and mount Routes.
@@ -85,6 +92,7 @@ type Console struct {
 	opts   Options
 	tmpl   *template.Template
 	static http.Handler
+	cache  pageCache
 }
 
 // New parses the embedded templates.
@@ -98,7 +106,10 @@ func New(opts Options) (*Console, error) {
 	if opts.Refresh <= 0 {
 		opts.Refresh = 5 * time.Second
 	}
-	c := &Console{opts: opts}
+	if opts.CacheFor == 0 {
+		opts.CacheFor = time.Second
+	}
+	c := &Console{opts: opts, cache: pageCache{ttl: opts.CacheFor, pages: map[string]*cachedPage{}}}
 	t, err := template.New("").Funcs(c.funcs()).ParseFS(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("console templates: %w", err)
@@ -146,32 +157,110 @@ var titles = map[string]string{
 }
 
 // page renders a whole page, or only its content for ?fragment=1 (what
-// the page's script fetches to refresh itself).
+// the page's script fetches to refresh itself). A page depends only on its
+// URL, so one rendering serves every request for that URL within
+// CacheFor; requests that arrive while it renders wait for it.
 func (c *Console) page(name string, load func(r *http.Request) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		pd := pageData{
-			Page: name, Title: titles[name], Prefix: c.opts.Prefix,
-			RefreshMS: c.opts.Refresh.Milliseconds(), Now: c.opts.Now(),
-		}
-		data, err := load(r)
-		pd.Data = data
+		body, err := c.cache.get(r.Context(), name+"?"+r.URL.RawQuery, c.opts.Now(), func() ([]byte, error) {
+			// Rendered for everyone who waits: a client that leaves
+			// does not cancel it.
+			return c.render(name, load, r.WithContext(context.WithoutCancel(r.Context())))
+		})
 		if err != nil {
-			pd.Err = err.Error()
-		}
-		tmpl := "layout"
-		if r.URL.Query().Get("fragment") == "1" {
-			tmpl = name
-		}
-		var buf bytes.Buffer
-		if err := c.tmpl.ExecuteTemplate(&buf, tmpl, pd); err != nil {
+			if r.Context().Err() != nil {
+				return // the client left
+			}
 			c.opts.Logger.Error("console page failed", "page", name, "err", err)
 			http.Error(w, "console page failed: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		_, _ = buf.WriteTo(w)
+		_, _ = w.Write(body)
 	})
+}
+
+func (c *Console) render(name string, load func(r *http.Request) (any, error), r *http.Request) ([]byte, error) {
+	pd := pageData{
+		Page: name, Title: titles[name], Prefix: c.opts.Prefix,
+		RefreshMS: c.opts.Refresh.Milliseconds(), Now: c.opts.Now(),
+	}
+	data, err := load(r)
+	pd.Data = data
+	if err != nil {
+		pd.Err = err.Error()
+	}
+	tmpl := "layout"
+	if r.URL.Query().Get("fragment") == "1" {
+		tmpl = name
+	}
+	var buf bytes.Buffer
+	if err := c.tmpl.ExecuteTemplate(&buf, tmpl, pd); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// maxCachedPages bounds the page cache; past it, entries that are done are
+// dropped (URLs differ only by their query, which clients choose).
+const maxCachedPages = 256
+
+// pageCache keeps each rendered page for ttl and renders a page once for
+// all the requests that want it at the same time.
+type pageCache struct {
+	ttl   time.Duration
+	mu    sync.Mutex
+	pages map[string]*cachedPage
+}
+
+type cachedPage struct {
+	done chan struct{} // closed once body and err are set
+	at   time.Time     // when rendering started
+	body []byte
+	err  error
+}
+
+// get returns the page cached under key if it is younger than ttl (waiting
+// for it if it is being rendered), or renders it.
+func (pc *pageCache) get(ctx context.Context, key string, now time.Time, render func() ([]byte, error)) ([]byte, error) {
+	if pc.ttl < 0 {
+		return render()
+	}
+	pc.mu.Lock()
+	p, ok := pc.pages[key]
+	if ok && !p.isDone() || ok && p.err == nil && now.Sub(p.at) < pc.ttl && !now.Before(p.at) {
+		pc.mu.Unlock()
+		select {
+		case <-p.done:
+			return p.body, p.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if len(pc.pages) >= maxCachedPages {
+		for k, old := range pc.pages {
+			if old.isDone() {
+				delete(pc.pages, k)
+			}
+		}
+	}
+	p = &cachedPage{done: make(chan struct{}), at: now}
+	pc.pages[key] = p
+	pc.mu.Unlock()
+
+	p.body, p.err = render()
+	close(p.done)
+	return p.body, p.err
+}
+
+func (p *cachedPage) isDone() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 var errNotWired = errors.New("not available in this agent")

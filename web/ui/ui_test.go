@@ -6,7 +6,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,7 +72,7 @@ func testOptions() Options {
 func serve(t *testing.T, opts Options, prefix string, slots int) (*web.Server, string) {
 	t.Helper()
 	s, err := web.New(web.Options{ListenAddress: "127.0.0.1:0", Set: metrics.NewSet(), Logger: slog.New(slog.DiscardHandler),
-		RoutePrefix: prefix, MaxConcurrentRequests: slots})
+		RoutePrefix: prefix, MaxConcurrentRequests: slots, MaxQueuedRequests: -1})
 	require.NoError(t, err)
 	opts.Prefix = s.RoutePrefix()
 	c, err := New(opts)
@@ -152,11 +154,75 @@ func TestConsoleSharesAPISlots(t *testing.T) {
 	}()
 	<-entered
 	code, _ := get(t, base+"/")
-	require.Equal(t, http.StatusServiceUnavailable, code, "the console waits for no slot")
+	require.Equal(t, http.StatusServiceUnavailable, code, "with no queue, the console is turned away at once")
 	code, _ = get(t, base+"/-/healthy")
 	require.Equal(t, http.StatusOK, code)
 	close(release)
 	<-done
 	code, _ = get(t, base+"/")
 	require.Equal(t, http.StatusOK, code)
+}
+
+// TestPageCache counts renderings: the same URL within CacheFor is
+// rendered once, concurrent requests for it share one rendering, another
+// URL or a later time renders again, and a negative CacheFor renders
+// every time.
+func TestPageCache(t *testing.T) {
+	var mu sync.Mutex
+	clock := now
+	renders := 0
+	gate := make(chan struct{})
+	opts := testOptions()
+	opts.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	opts.Rules = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		renders++
+		mu.Unlock()
+		<-gate
+		jsonHandler(map[string]any{"groups": []any{}}).ServeHTTP(w, r)
+	})
+	count := func() int { mu.Lock(); defer mu.Unlock(); return renders }
+	_, base := serve(t, opts, "", 0)
+
+	// Eight clients at once while the first rendering is held: one renders.
+	codes := make(chan int, 8)
+	for range 8 {
+		go func() {
+			resp, err := http.Get(base + "/rules")
+			if err != nil {
+				codes <- -1
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	for count() == 0 {
+		runtime.Gosched()
+	}
+	close(gate)
+	for range 8 {
+		require.Equal(t, http.StatusOK, <-codes)
+	}
+	require.Equal(t, 1, count(), "concurrent requests share one rendering")
+
+	code, body := get(t, base+"/rules")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "No rules are loaded.")
+	require.Equal(t, 1, count(), "served from the cache within CacheFor")
+
+	get(t, base+"/rules?fragment=1")
+	require.Equal(t, 2, count(), "another URL renders")
+
+	mu.Lock()
+	clock = clock.Add(time.Second)
+	mu.Unlock()
+	get(t, base+"/rules")
+	require.Equal(t, 3, count(), "rendered again after CacheFor")
+
+	opts.CacheFor = -1
+	_, base = serve(t, opts, "", 0)
+	get(t, base+"/rules")
+	get(t, base+"/rules")
+	require.Equal(t, 5, count(), "no cache")
 }

@@ -1,0 +1,97 @@
+package detect
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// spikeSeries is Gaussian noise around 100 (σ 1) at a 1-minute step with
+// a +20σ outlier early on, so that later spikes are no new extremes, and
+// the given spikes of +8σ.
+func spikeSeries(n int, spikes ...int) []float64 {
+	rng := rand.New(rand.NewPCG(7, 7))
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = 100 + rng.NormFloat64()
+	}
+	xs[100] = 120
+	for _, s := range spikes {
+		xs[s] = 108
+	}
+	return xs
+}
+
+func maxScore(cfg AutoConfig, xs []float64, from, to int) float64 {
+	return maxScoreAt(cfg, xs, 60_000, from, to)
+}
+
+// maxScoreAt runs a fresh detector over xs at the given step and returns
+// its highest score on rows from..to.
+func maxScoreAt(cfg AutoConfig, xs []float64, step int64, from, to int) float64 {
+	d := NewAuto(cfg)
+	best := 0.0
+	for i, x := range xs {
+		v := d.Observe(int64(i)*step, x)
+		if i >= from && i <= to {
+			best = max(best, v.Score)
+		}
+	}
+	return best
+}
+
+// TestAutoSpikePath: a one-sample spike within the range seen so far
+// alerts through the spike path; without it the likelihoods, which
+// average surprise over a few samples, leave it below the threshold.
+func TestAutoSpikePath(t *testing.T) {
+	xs := spikeSeries(3000, 2500)
+	cfg := DefaultAutoConfig()
+	require.GreaterOrEqual(t, maxScore(cfg, xs, 2500, 2500), cfg.Threshold, "spike alerts")
+	cfg.SpikeZ = 0
+	require.Less(t, maxScore(cfg, xs, 2500, 2500), cfg.Threshold, "without the spike path")
+}
+
+// TestAutoSpikePathMutes: on a series that spikes every 200 samples
+// (more often than SpikeRate), later spikes are routine and the spike
+// path stays silent.
+func TestAutoSpikePathMutes(t *testing.T) {
+	var spikes []int
+	for s := 200; s < 6000; s += 200 {
+		spikes = append(spikes, s)
+	}
+	xs := spikeSeries(6000, spikes...)
+	cfg := DefaultAutoConfig()
+	d := NewAuto(cfg)
+	for i, x := range xs {
+		v := d.Observe(int64(i)*60_000, x)
+		if i >= 3000 && x == 108 {
+			require.Less(t, v.Score, cfg.Threshold, "spike at %d", i)
+		}
+	}
+	require.Greater(t, d.crossings, uint64(3), "crossings counted")
+}
+
+// TestAutoJump: a sudden drop to 30 % for three samples that stays within
+// the range of a strong daily cycle alerts through the jump path.
+func TestAutoJump(t *testing.T) {
+	const step = 5 * 60_000
+	rng := rand.New(rand.NewPCG(3, 3))
+	n := 3 * 288
+	xs := make([]float64, n)
+	for i := range xs {
+		ts := int64(i) * step
+		xs[i] = 1000 * (1 + 0.6*daySine(ts)) * (1 + 0.01*rng.NormFloat64())
+	}
+	at := 2*288 + 72 // the daily peak of the third day: 30 % of it is within the range
+	for i := at; i < at+3; i++ {
+		xs[i] *= 0.3
+	}
+	cfg := DefaultAutoConfig()
+	require.GreaterOrEqual(t, maxScoreAt(cfg, xs, step, at, at+2), cfg.Threshold, "drop alerts")
+	cfg.JumpZ = 0
+	require.Less(t, maxScoreAt(cfg, xs, step, at, at+2), cfg.Threshold, "without jumps")
+}
+
+func daySine(ts int64) float64 { return math.Sin(2 * math.Pi * float64(ts%dayMs) / dayMs) }

@@ -1,0 +1,317 @@
+package detect_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seismo-agent/seismo/detect/nab"
+)
+
+// More families, for what the first four leave out: long 1-minute series
+// whose incidents are single-point spikes and short dips, crash rates
+// (small ratios of two counts), series with daily and weekly cycles that
+// are mostly all-normal, latencies that drift slowly, series with gaps,
+// and a persisting shift followed by a second incident soon after.
+func init() { families = append(families, moreFamilies...) }
+
+// weekly is 1 on weekdays and w at weekends (UTC).
+func weekly(ts int64, w float64) float64 {
+	// t0 is a Sunday; day 0 of the week is Sunday.
+	d := ((ts-t0)/day%7 + 7) % 7
+	if d == 0 || d == 6 {
+		return w
+	}
+	return 1
+}
+
+var moreFamilies = []family{
+	{
+		// Long 1-minute request rates (10k-40k rows) with a daily cycle;
+		// incidents are point spikes of one to three samples and short
+		// dips (a few minutes at a fraction), as labelled in real sets.
+		name:   "minute_spikes",
+		behind: "false alarms on the 40,000-row series: records in the first two days, step likelihoods on 10-40 counts a minute, level likelihoods about once per 20 days (seed 1: 12 against 5); ahead on seeds 7-12 and 13-18",
+		floor:  [2]float64{81, 79},
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			n := []int{10000, 20000, 40000}[i%3]
+			level := math.Pow(10, 1+3*rng.Float64())
+			k := []int{2, 3, 1, 0}[i%4]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			for j := range n {
+				ts := t0 + int64(j)*minute
+				x := level * (1 + 0.3*daily(ts))
+				for m, o := range s.onsets {
+					switch (i + m) % 3 {
+					case 0: // spike
+						if j >= o && j < o+1+m%3 {
+							x *= 2.2
+						}
+					case 1: // dip
+						if j >= o && j < o+3+i%3*3 {
+							x *= 0.35
+						}
+					default: // spike down to almost nothing
+						if j == o {
+							x *= 0.1
+						}
+					}
+				}
+				x += math.Sqrt(x)*rng.NormFloat64() + 0.03*level*rng.NormFloat64()
+				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, math.Round(x)))
+			}
+			return s
+		},
+	},
+	{
+		// Crash rates: crashes per session, a small ratio whose noise
+		// grows at night when sessions are few; incidents (a bad release)
+		// multiply it for a while or for good.
+		name:   "crash_ratio",
+		behind: "barely beaten records of a ratio whose noise grows at night (11 of 22 false alarms on seed 1; not the ratio's small size: ×1e4 scores the same); level with zscore over seeds 1-6 and 13-18",
+		floor:  [2]float64{80, 75},
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{fiveMins, hour, 15 * minute}[i%3]
+			n := []int{600, 1500, 3000, 800}[i%4]
+			p := []float64{0.002, 0.01, 0.0005}[i%3]
+			sessions := math.Pow(10, 3+1.5*rng.Float64())
+			k := []int{1, 2, 0, 1}[i%4]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			for j := range n {
+				ts := t0 + int64(j)*step
+				sess := math.Max(1, math.Round(sessions*(1+0.6*daily(ts))*(1+0.1*rng.NormFloat64())))
+				q := p
+				for m, o := range s.onsets {
+					if j >= o && ((i+m)%2 == 0 || j < o+8+i%3*8) {
+						q = p * []float64{4, 2.5}[(i+m)%2]
+					}
+				}
+				lambda := q * sess
+				var c float64
+				if lambda < 30 {
+					c = poisson(rng, lambda)
+				} else {
+					c = math.Max(0, math.Round(lambda+math.Sqrt(lambda)*rng.NormFloat64()))
+				}
+				s.times, s.values = append(s.times, ts), append(s.values, c/sess)
+			}
+			return s
+		},
+	},
+	{
+		// Daily and weekly cycles (weekends at 50-70 %), 5-minute or
+		// hourly, mostly all-normal: a detector must not page on them.
+		// One series in three has an incident (a drop to half for a few
+		// hours).
+		name: "weekly_quiet",
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{fiveMins, hour, 10 * minute}[i%3]
+			n := []int{4000, 1500, 3000, 2500}[i%4]
+			level := math.Pow(10, 1+3*rng.Float64())
+			wk := 0.5 + 0.2*rng.Float64()
+			k := []int{0, 0, 1}[i%3]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			dur := int(4 * hour / step)
+			for j := range n {
+				ts := t0 + int64(j)*step
+				x := level * (1 + 0.4*daily(ts)) * weekly(ts, wk)
+				for _, o := range s.onsets {
+					if j >= o && j < o+max(dur, 3) {
+						x *= 0.5
+					}
+				}
+				x += 0.05 * x * rng.NormFloat64()
+				if rng.IntN(500) == 0 { // a harmless blip
+					x *= 1 + 0.3*rng.Float64()
+				}
+				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
+			}
+			return s
+		},
+	},
+	{
+		// Latencies that drift slowly (a growing table, a warming cache)
+		// with incidents on top: a few to tens of samples at 2-3x, or a
+		// lasting step up.
+		name:   "latency_drift",
+		behind: "barely beaten records on a rising drift (18 of 26 false alarms on seed 1), and time-of-day slices that lag the drift dilute an incident against it; every rule that drops those records costs NAB or hourly_shifts more",
+		floor:  [2]float64{68, 65},
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{minute, fiveMins}[i%2]
+			n := []int{2000, 5000, 12000}[i%3]
+			med := math.Pow(10, 1+2*rng.Float64())
+			drift := (0.5 + rng.Float64()) * []float64{1, -0.5}[i%2]
+			k := []int{1, 2, 0, 2}[i%4]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			walk := 0.0
+			for j := range n {
+				ts := t0 + int64(j)*step
+				walk += 0.01 * rng.NormFloat64()
+				walk *= 0.995
+				f := 1 + drift*float64(j)/float64(n)
+				for m, o := range s.onsets {
+					if j >= o && ((i+m)%3 == 0 || j < o+5+m*10) {
+						f *= []float64{1.8, 3}[(i+m)%2]
+					}
+				}
+				x := med * f * math.Exp(0.15*rng.NormFloat64()+walk+0.05*daily(ts))
+				s.times, s.values = append(s.times, ts), append(s.values, x)
+			}
+			return s
+		},
+	},
+	{
+		// Series with gaps: missing scrapes (NaN) now and then and in
+		// blocks, and rows that are simply absent; incidents are surges
+		// and lasting drops.
+		name: "gappy",
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{minute, fiveMins, hour}[i%3]
+			n := []int{1500, 3000, 800, 6000}[i%4]
+			level := math.Pow(10, 1+3*rng.Float64())
+			k := []int{1, 2, 1, 0}[i%4]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			ts := t0
+			gap := 0
+			for j := range n {
+				ts += step
+				if rng.IntN(200) == 0 {
+					ts += step * int64(1+rng.IntN(50)) // absent rows
+				}
+				if gap == 0 && rng.IntN(400) == 0 {
+					gap = 5 + rng.IntN(60)
+				}
+				x := level * (1 + 0.3*daily(ts))
+				for m, o := range s.onsets {
+					if j >= o && ((i+m)%2 == 0 || j < o+6+i%3*6) {
+						x *= []float64{0.5, 2}[(i+m)%2]
+					}
+				}
+				x += 0.05 * level * rng.NormFloat64()
+				v := math.Max(0, x)
+				isOnset := false
+				for _, o := range s.onsets {
+					isOnset = isOnset || j == o
+				}
+				if gap > 0 && !isOnset {
+					gap--
+					v = math.NaN()
+				} else if rng.IntN(50) == 0 && !isOnset {
+					v = math.NaN()
+				}
+				s.times, s.values = append(s.times, ts), append(s.values, v)
+			}
+			return s
+		},
+	},
+	{
+		// A persisting level shift (a migration, a lost client) and, one
+		// to a few days later, a second incident: the shift must not leave
+		// the detector blind.
+		name:   "shift_recur",
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{hour, fiveMins, 15 * minute}[i%3]
+			n := []int{700, 2500, 1200}[i%3]
+			level := math.Pow(10, 1+3*rng.Float64())
+			s := synthSeries{}
+			if i%4 != 3 {
+				o := nab.Probation(n) + n/10 + rng.IntN(n/10)
+				gapSamples := int(int64(1+i%3) * day / step / 2)
+				s.onsets = []int{o, min(o+gapSamples, n-n/20)}
+			}
+			shift := []float64{0.6, -0.35, 1.5, -0.5}[i%4]
+			for j := range n {
+				ts := t0 + int64(j)*step
+				x := level * (1 + 0.3*daily(ts))
+				if len(s.onsets) == 2 {
+					if j >= s.onsets[0] {
+						x *= 1 + shift
+					}
+					if o := s.onsets[1]; j >= o && j < o+2+i%3*4 {
+						x *= []float64{0.3, 2.5}[i%2]
+					}
+				}
+				x += 0.05 * level * rng.NormFloat64()
+				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
+			}
+			return s
+		},
+	},
+}
+
+// TestSyntheticMeans prints, for experiments, the mean standard scores of
+// auto and zscore per family over the seeds in SEISMO_SYNTH_SEEDS (e.g.
+// "7-12"), and checks that auto's mean over all families is at least
+// zscore's, optimised and at the own thresholds; it is skipped without
+// the variable. SEISMO_NAB_DETECTOR=auto with SEISMO_NAB_CONFIG sets
+// auto's config as in the other tests.
+func TestSyntheticMeans(t *testing.T) {
+	spec := os.Getenv("SEISMO_SYNTH_SEEDS")
+	if spec == "" {
+		t.Skip("set SEISMO_SYNTH_SEEDS (e.g. 1-6) to run")
+	}
+	lo, hi, ok := strings.Cut(spec, "-")
+	if !ok {
+		hi = lo
+	}
+	a, err := strconv.Atoi(lo)
+	require.NoError(t, err)
+	b, err := strconv.Atoi(hi)
+	require.NoError(t, err)
+	var all [4]float64
+	var lines []string
+	for _, f := range families {
+		var sum [4]float64
+		for seed := a; seed <= b; seed++ {
+			series := f.generate(uint64(seed))
+			ao, af := scoreFamily(t, "auto", series)
+			zo, zf := scoreFamily(t, "zscore", series)
+			for k, v := range []float64{ao.Normalized, af.Normalized, zo.Normalized, zf.Normalized} {
+				sum[k] += v / float64(b-a+1)
+			}
+		}
+		for k := range sum {
+			all[k] += sum[k] / float64(len(families))
+		}
+		lines = append(lines, fmt.Sprintf("%-14s auto %6.1f / %6.1f   zscore %6.1f / %6.1f", f.name, sum[0], sum[1], sum[2], sum[3]))
+	}
+	for _, l := range lines {
+		t.Log(l)
+	}
+	t.Logf("%-14s auto %6.1f / %6.1f   zscore %6.1f / %6.1f", "MEAN", all[0], all[1], all[2], all[3])
+	require.GreaterOrEqual(t, all[0], all[2], "auto's mean below zscore's, optimised")
+	require.GreaterOrEqual(t, all[1], all[3], "auto's mean below zscore's, fixed thresholds")
+}
+
+// TestSyntheticPerFile logs per-series detections of one family
+// (SEISMO_SYNTH_FAMILY, with SEISMO_NAB_PERFILE=1) for experiments; the
+// family must exist.
+func TestSyntheticPerFile(t *testing.T) {
+	name := os.Getenv("SEISMO_SYNTH_FAMILY")
+	if name == "" {
+		t.Skip("set SEISMO_SYNTH_FAMILY to run")
+	}
+	found := false
+	for _, f := range families {
+		if f.name != name {
+			continue
+		}
+		found = true
+		series := f.generate(synthSeed(t))
+		for i, s := range series {
+			t.Logf("#%d n=%d onsets %v windows %v", i, len(s.values), s.onsets, s.windows)
+		}
+		for _, kind := range []string{"auto", "zscore"} {
+			o, fx := scoreFamily(t, kind, series)
+			t.Logf("%s opt %s", kind, o)
+			t.Logf("%s fix %s", kind, fx)
+		}
+	}
+	require.True(t, found, "no family %q", name)
+}

@@ -1,0 +1,96 @@
+// Package apiv1 holds the JSON shapes of seismo's rules and alerts API
+// (/api/v1/rules, /api/v1/alerts), shared by the handlers that write them
+// (package rules) and the console that reads them (package web/ui), so the
+// two cannot drift apart.
+//
+// The shapes are Prometheus' (so Grafana and scripts that read Prometheus'
+// API work), with the detector's view added: score, expected value, band
+// and explanation.
+package apiv1
+
+import (
+	"time"
+
+	"github.com/seismo-agent/seismo/internal/model"
+)
+
+// Response is the envelope of every answer.
+type Response struct {
+	Status    string `json:"status"`
+	Data      any    `json:"data,omitempty"`
+	ErrorType string `json:"errorType,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Band is a detector's expected band at the alert's last evaluation.
+type Band struct {
+	Lower float64 `json:"lower"`
+	Upper float64 `json:"upper"`
+}
+
+// Alert is one alert of a rule.
+type Alert struct {
+	Labels          map[string]string  `json:"labels"`
+	Annotations     map[string]string  `json:"annotations"`
+	State           string             `json:"state"`
+	ActiveAt        *time.Time         `json:"activeAt,omitempty"`
+	FiredAt         *time.Time         `json:"firedAt,omitempty"`
+	ResolvedAt      *time.Time         `json:"resolvedAt,omitempty"`
+	KeepFiringSince *time.Time         `json:"keepFiringSince,omitempty"`
+	Value           string             `json:"value"`
+	Flapping        bool               `json:"flapping,omitempty"`
+	SuppressedBy    string             `json:"suppressedBy,omitempty"`
+	Score           *float64           `json:"score,omitempty"`
+	Expected        *float64           `json:"expected,omitempty"`
+	Band            *Band              `json:"band,omitempty"`
+	Explanation     *model.Explanation `json:"explanation,omitempty"`
+	Draft           *model.Draft       `json:"draft,omitempty"`
+}
+
+// Detector is an anomaly rule's detector and what it currently sees.
+type Detector struct {
+	Type    string            `json:"type"`
+	Signals map[string]string `json:"signals,omitempty"`
+	// Series is the number of detector instances (one per series).
+	Series int `json:"series"`
+	// WarmingUp counts instances without enough history to judge.
+	WarmingUp int `json:"warmingUp"`
+	// Info lists current findings worth telling but not paging for (a
+	// single heavy client rate-limited); they never become alerts.
+	Info []*model.Explanation `json:"info,omitempty"`
+}
+
+// Rule is one rule with its alerts.
+type Rule struct {
+	State          string            `json:"state,omitempty"`
+	Name           string            `json:"name"`
+	Query          string            `json:"query"`
+	Duration       float64           `json:"duration,omitempty"`
+	KeepFiringFor  float64           `json:"keepFiringFor,omitempty"`
+	SuppressedBy   []string          `json:"suppressedBy,omitempty"`
+	Labels         map[string]string `json:"labels"`
+	Annotations    map[string]string `json:"annotations,omitempty"`
+	Alerts         []Alert           `json:"alerts,omitempty"`
+	Health         string            `json:"health"`
+	LastError      string            `json:"lastError,omitempty"`
+	EvaluationTime float64           `json:"evaluationTime"`
+	LastEvaluation time.Time         `json:"lastEvaluation"`
+	Type           string            `json:"type"`
+	// Kind is "anomaly" for anomaly rules (Type stays "alerting").
+	Kind     string       `json:"kind,omitempty"`
+	Enabled  bool         `json:"enabled"`
+	Detector *Detector    `json:"detector,omitempty"`
+	Draft    *model.Draft `json:"draft,omitempty"`
+}
+
+// Group is a rule group.
+type Group struct {
+	Name           string    `json:"name"`
+	File           string    `json:"file"`
+	Rules          []Rule    `json:"rules"`
+	Interval       float64   `json:"interval"`
+	Limit          int       `json:"limit"`
+	Datasource     string    `json:"datasource,omitempty"`
+	EvaluationTime float64   `json:"evaluationTime"`
+	LastEvaluation time.Time `json:"lastEvaluation"`
+}
