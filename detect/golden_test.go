@@ -24,18 +24,18 @@ import (
 // a single bit; a change of behaviour must update these on purpose (print
 // them with `go test ./detect -run TestGoldenChecksums -v`).
 var goldenChecksums = map[string]uint64{
-	"auto/no_day": 0xbdd369a2df422563,
-	"auto/odd": 0x8211dd9624749110,
+	"auto/no_day":                   0xbdd369a2df422563,
+	"auto/odd":                      0x8211dd9624749110,
 	"blocks/ewma_robust_likelihood": 0x7611ffb929651c7a,
-	"blocks/seasonal": 0xc1bb10dddc69ae6f,
-	"blocks/tails": 0xa5aeaa562c0ab43b,
-	"kind/auto": 0xb44bcf8f2c0496d9,
-	"kind/cusum": 0xdcf3709bb9983433,
-	"kind/ewma": 0x22d71a80ba6e18a2,
-	"kind/mad": 0xf556961bc9bed109,
-	"kind/seasonal": 0x20cc2cbb725dfe5a,
-	"kind/zscore": 0xf518dde393dcecbd,
-	"seasonal/odd": 0x73e7143e71a1da66,
+	"blocks/seasonal":               0xc1bb10dddc69ae6f,
+	"blocks/tails":                  0xa5aeaa562c0ab43b,
+	"kind/auto":                     0xb44bcf8f2c0496d9,
+	"kind/cusum":                    0xdcf3709bb9983433,
+	"kind/ewma":                     0x22d71a80ba6e18a2,
+	"kind/mad":                      0xf556961bc9bed109,
+	"kind/seasonal":                 0x20cc2cbb725dfe5a,
+	"kind/zscore":                   0xf518dde393dcecbd,
+	"seasonal/odd":                  0x73e7143e71a1da66,
 }
 
 // goldenSeries is a long, varied series: a daily cycle with noise, spikes,
