@@ -214,7 +214,7 @@ var moreFamilies = []family{
 		// A persisting level shift (a migration, a lost client) and, one
 		// to a few days later, a second incident: the shift must not leave
 		// the detector blind.
-		name:   "shift_recur",
+		name: "shift_recur",
 		gen: func(rng *rand.Rand, i int) synthSeries {
 			step := []int64{hour, fiveMins, 15 * minute}[i%3]
 			n := []int{700, 2500, 1200}[i%3]
