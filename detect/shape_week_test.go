@@ -143,19 +143,7 @@ func shapeWorlds() []shapeWorld {
 			return func(rng *rand.Rand, i, inc int) Inputs {
 				w := shapeSurgeWorld(rng, i)
 				if inc >= 0 {
-					k := 1 + 4*math.Min(float64(inc)/24, 1)
-					w.req *= k
-					w.flight *= k
-					if k > 2 {
-						over := (k - 2) / k
-						sat := math.Min(float64(inc-6)/6, 1)
-						w.queue += 200 * over * sat
-						w.flight += 200 * over * sat
-						if inc >= 12 {
-							w.lat *= 1 + 10*over
-							w.errs = w.req * 0.6 * over
-						}
-					}
+					rampSurge(&w, inc)
 				}
 				return w.inputs()
 			}
@@ -175,19 +163,7 @@ func shapeWorlds() []shapeWorld {
 				w.workers = 5 * normal
 				if inc >= 0 {
 					w.workers = 2 * normal
-					k := 1 + 4*math.Min(float64(inc)/24, 1)
-					w.req *= k
-					w.flight *= k
-					if k > 2 {
-						over := (k - 2) / k
-						sat := math.Min(float64(inc-6)/6, 1)
-						w.queue += 200 * over * sat
-						w.flight += 200 * over * sat
-						if inc >= 12 {
-							w.lat *= 1 + 10*over
-							w.errs = w.req * 0.6 * over
-						}
-					}
+					rampSurge(&w, inc)
 				}
 				return w.inputs()
 			}
@@ -264,6 +240,25 @@ func (w *shapeSurgeSample) inputs() Inputs {
 // room for it: in-flight rises with traffic, the p99 by 15 %); at 14:00
 // ten minutes of one abusive client adding 3x the traffic in requests that
 // are rate limited at once (cheap 429s: nothing queues or stays in flight).
+// rampSurge applies, inc samples into a surge, a ramp to 5x traffic over
+// 24 samples on a service with room for 2x: past that, requests queue
+// and stay in flight, and from sample 12 latency and 5xx follow.
+func rampSurge(w *shapeSurgeSample, inc int) {
+	k := 1 + 4*math.Min(float64(inc)/24, 1)
+	w.req *= k
+	w.flight *= k
+	if k > 2 {
+		over := (k - 2) / k
+		sat := math.Min(float64(inc-6)/6, 1)
+		w.queue += 200 * over * sat
+		w.flight += 200 * over * sat
+		if inc >= 12 {
+			w.lat *= 1 + 10*over
+			w.errs = w.req * 0.6 * over
+		}
+	}
+}
+
 func shapeSurgeWorld(rng *rand.Rand, i int) shapeSurgeSample {
 	load := shapeLoad(i)
 	w := shapeSurgeSample{
