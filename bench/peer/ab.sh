@@ -19,6 +19,8 @@ fi
 n=$1 warm=$2 measure=$3
 shift 3
 cd "$(dirname "$0")/../.."
+# shellcheck source=bench/peer/seismo-config.sh
+. bench/peer/seismo-config.sh
 PORT=${PORT:-24100}
 out=$(mktemp -d /tmp/seismo-bench-ab.XXXXXX)
 if [[ -z ${BIN_TARGETS:-} ]]; then
@@ -37,27 +39,7 @@ for bin in "$@"; do
 	i=$((i + 1))
 	d=$out/$i
 	mkdir -p "$d/data"
-	cat >"$d/seismo.yml" <<-EOC
-		data_dir: $d/data
-		http: {listen_address: 127.0.0.1:$((PORT - 90 + i))}
-		log: {level: warn}
-		rules:
-		  builtin: {interval: 10s}
-		storage: {max_series: $((n * 2 + 1000))}
-		collectors:
-		  scrape_interval: 10s
-		  host: {enabled: false}
-		  cgroup: {enabled: false}
-		  scrape_configs:
-		    - job_name: svc
-		      static_configs:
-		        - targets: [$targets]
-		notify:
-		  route: {receiver: sink}
-		  receivers:
-		    - name: sink
-		      webhook_configs: [{url: "http://127.0.0.1:$((PORT - 100))/"}]
-	EOC
+	seismo_config "$d/seismo.yml" "$d/data" "127.0.0.1:$((PORT - 90 + i))" 10s "$n" "$targets" "127.0.0.1:$((PORT - 100))"
 	ev=ENV_$i
 	# shellcheck disable=SC2086 # ENV_i is a list of assignments
 	env ${!ev:-} "$bin" run --config "$d/seismo.yml" >"$d/log" 2>&1 &

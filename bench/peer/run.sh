@@ -33,6 +33,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
+# shellcheck source=bench/peer/seismo-config.sh
+. bench/peer/seismo-config.sh
 root=$PWD
 
 SERIES=${SERIES:-"1000 10000 100000"}
@@ -135,27 +137,7 @@ start_tools() {
 	# seismo: the built-in pack at the same interval; host and cgroup
 	# collectors off (the peers do not collect them); alerts to the sink.
 	mkdir -p "$dir/seismo"
-	cat >"$dir/seismo.yml" <<-EOF
-		data_dir: $dir/seismo
-		http: {listen_address: 127.0.0.1:$p_seismo}
-		log: {level: warn}
-		rules:
-		  builtin: {interval: $INTERVAL}
-		storage: {max_series: $((n * 2 + 1000))}
-		collectors:
-		  scrape_interval: $INTERVAL
-		  host: {enabled: false}
-		  cgroup: {enabled: false}
-		  scrape_configs:
-		    - job_name: svc
-		      static_configs:
-		        - targets: [$targets]
-		notify:
-		  route: {receiver: sink}
-		  receivers:
-		    - name: sink
-		      webhook_configs: [{url: "http://127.0.0.1:$p_sink/"}]
-	EOF
+	seismo_config "$dir/seismo.yml" "$dir/seismo" "127.0.0.1:$p_seismo" "$INTERVAL" "$n" "$targets" "127.0.0.1:$p_sink"
 	"$BIN_SEISMO" run --config "$dir/seismo.yml" >"$dir/seismo.log" 2>&1 &
 	pids+=($!)
 	tool_pids[seismo]=$!
