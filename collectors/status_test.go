@@ -31,12 +31,15 @@ func TestSchedulerTargets(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
 	require.Eventually(t, func() bool {
-		for _, x := range s.Targets() {
+		// One snapshot: checking health on one and the count on another
+		// passes when the first is taken before the targets exist.
+		ts := s.Targets()
+		for _, x := range ts {
 			if x.Health == "unknown" {
 				return false
 			}
 		}
-		return len(s.Targets()) == 2
+		return len(ts) == 2
 	}, time.Minute, 50*time.Millisecond)
 	byHealth := map[string]TargetStatus{}
 	for _, x := range s.Targets() {
