@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -184,6 +185,9 @@ func transportError(ctx context.Context, err error) error {
 // scrape time, so staleness handling stays exact.
 func (s *scraper) appendBody(body []byte, contentType string, t int64, app *store.Appender, cache *seriesCache) (result, error) {
 	var res result
+	if err := statementNUL(body, contentType); err != nil {
+		return res, err
+	}
 	p, err := textparse.New(body, contentType, s.symbols, textparse.ParserOptions{
 		IgnoreNativeHistograms: true,
 		FallbackContentType:    "text/plain",
@@ -226,6 +230,31 @@ func (s *scraper) appendBody(body []byte, contentType string, t int64, app *stor
 				return res, failf(ReasonInvalidSeries, "%v", err)
 			}
 		}
+	}
+}
+
+// statementNUL refuses a text exposition with a NUL byte where a statement
+// starts. The text and OpenMetrics parsers read such a NUL as the end of the
+// input, as Prometheus does, so everything after it would be dropped
+// without an error and a target sending random bytes could count as up.
+// A NUL inside a quoted label value is left to the parser; protobuf bodies
+// are binary and not checked.
+func statementNUL(body []byte, contentType string) error {
+	if strings.Contains(contentType, "protobuf") {
+		return nil
+	}
+	for off := 0; ; {
+		i := bytes.IndexByte(body[off:], 0)
+		if i < 0 {
+			return nil
+		}
+		i += off
+		start := bytes.LastIndexByte(body[:i], '\n') + 1
+		if len(bytes.TrimLeft(body[start:i], " \t")) == 0 {
+			line := bytes.Count(body[:i], []byte{'\n'}) + 1
+			return failf(ReasonParse, "NUL byte at line %d (offset %d) where a statement starts; the rest of the body would be lost", line, i)
+		}
+		off = i + 1
 	}
 }
 

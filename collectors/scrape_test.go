@@ -144,6 +144,10 @@ func TestScrapeFormatsAndFailures(t *testing.T) {
 		{name: "truncated", handler: body("text/plain", "requests_total{code=\"20"), reason: ReasonParse},
 		{name: "openmetrics without EOF", handler: body("application/openmetrics-text; version=1.0.0", "requests_total{code=\"200\"} 7\n"), reason: ReasonParse},
 		{name: "invalid utf-8", handler: body("text/plain", "requests_total{code=\"\xff\"} 7\n"), reason: ReasonParse},
+		{name: "NUL where a statement starts", handler: body("text/plain", text+"\x00garbage \xff\n"), reason: ReasonParse},
+		{name: "NUL at the start of the body", handler: body("text/plain", "\x00"+text), reason: ReasonParse},
+		{name: "NUL after indentation", handler: body("text/plain", text+" \t\x00garbage\n"), reason: ReasonParse},
+		{name: "NUL inside a label value is the parser's", handler: body("text/plain", text+"other{l=\"a\x00b\"} 1\n"), up: 1, value: 7},
 		{name: "duplicate label name", handler: body("text/plain", "requests_total{code=\"1\",code=\"2\"} 7\n"), reason: ReasonInvalidSeries},
 		{name: "bad gzip", handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Encoding", "gzip")
