@@ -277,32 +277,36 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	a.n++
 	a.fraction = a.fraction || x != math.Trunc(x)
 	loc := a.level.Loc()
-	scale := max(a.level.Scale(), scaleFloor(loc))
+	scale := maxf(a.level.Scale(), scaleFloor(loc))
 	surprise := 0.0
-	extreme := 0.0 // the new-extreme score; 0 if x is no new extreme
-	pDay, pStep := 1.0, 1.0
-	jump := 0.0 // the step in the spike path's units (SpikeZ/JumpZ per step σ)
+	extreme := 0.0          // the new-extreme score; 0 if x is no new extreme
+	zDay, zStep := 0.0, 0.0 // likelihood z-values (see Likelihood.UpdateZ)
+	jump := 0.0             // the step in the spike path's units (SpikeZ/JumpZ per step σ)
+	var day *EWMA           // this time of day's baseline; nil when DayBuckets is 0
+	if c.DayBuckets > 0 {
+		day = a.day.At(ts)
+	}
 	if a.n == 1 {
 		a.lo, a.hi = x, x
 		a.first = ts
 		a.locHi, a.locLo = x, x
 	} else {
 		levelZ := math.Abs(x-loc) / scale
-		surprise = min(levelZ, c.SurpriseCap)
-		if c.DayBuckets > 0 {
-			b := a.day.At(ts)
+		surprise = minf(levelZ, c.SurpriseCap)
+		if day != nil {
+			b := day
 			if b.Count() >= uint64(c.MinDayVisits) {
 				// A slice's own spread is noisy with few visits; never
 				// trust it below a quarter of the level's spread.
-				daily := math.Abs(x-b.Mean()) / max(b.Std(), 0.25*scale, scaleFloor(loc))
-				daily = min(daily, c.SurpriseCap)
+				daily := math.Abs(x-b.Mean()) / maxf(maxf(b.Std(), 0.25*scale), scaleFloor(loc))
+				daily = minf(daily, c.SurpriseCap)
 				surprise = (surprise + daily) / 2
-				pDay = a.dayLik.Update(daily)
+				zDay = a.dayLik.UpdateZ(daily)
 			}
 		}
 		d := x - a.prev
 		dev := math.Abs(d - a.step.Loc())
-		js := max(a.step.Scale(), scaleFloor(loc))
+		js := maxf(a.step.Scale(), scaleFloor(loc))
 		step := dev / js
 		// A jump needs dev ≥ JumpZ·js (and, on whole numbers, dev² ≥
 		// JumpZ²·2·level); only then is its size worked out.
@@ -312,35 +316,35 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			}
 			jump = dev / js * c.SpikeZ / c.JumpZ
 		}
-		pStep = a.stepLk.Update(min(step, c.SurpriseCap))
+		zStep = a.stepLk.UpdateZ(minf(step, c.SurpriseCap))
 		a.step.Update(d)
-		tol := c.ExtremeTolerance * (a.hi - a.lo)
-		if c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) &&
-			levelZ >= extremeMinZ {
-			// Graded by how far the record is beaten, in robust
-			// standard deviations: the threshold when barely, 0.999
-			// from SurpriseCap on. Every new extreme alerts; ranking
-			// them lets a stricter threshold keep the clear ones.
-			beyond := max(x-a.hi-max(0, loc-a.locHi), a.lo-x-max(0, a.locLo-loc)) / scale
-			extreme = c.Threshold + (0.999-c.Threshold)*min(beyond/c.SurpriseCap, 1)
+		// Only a record can be a new extreme; most samples are none and
+		// skip the rest.
+		if x > a.hi || x < a.lo {
+			extreme = a.extreme(ts, x, loc, scale, levelZ)
+			if x > a.hi {
+				a.locHi = loc
+			}
+			if x < a.lo {
+				a.locLo = loc
+			}
+			a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 		}
-		if x > a.hi {
-			a.locHi = loc
-		}
-		if x < a.lo {
-			a.locLo = loc
-		}
-		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 	}
-	p := min(a.lik.Update(surprise), pDay, pStep)
+	// The least likely of the three likelihoods: the largest z, and one
+	// tail probability for it.
+	p := 1.0
+	if z := maxf(maxf(a.lik.UpdateZ(surprise), zDay), zStep); z > 0 {
+		p = NormalTail(z)
+	}
 	spike := 0.0
 	if c.SpikeZ > 0 {
 		spike = a.spikePath(x, jump)
 	}
 	a.prev = x
 	a.level.Update(x)
-	if c.DayBuckets > 0 {
-		a.day.Update(ts, x)
+	if day != nil {
+		day.Update(x)
 	}
 
 	v := bandVerdict(x, loc, scale, 3, 0)
@@ -362,7 +366,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		} else {
 			v.State = StateAnomalous
 			if a.last.State == StateAnomalous {
-				v.Score = max(LogTailScore(p), extreme, spike)
+				v.Score = a.score(p, extreme, spike)
 			}
 			a.calm = 0
 		}
@@ -370,7 +374,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			a.quiet = 0
 		}
 	default:
-		v.Score = max(LogTailScore(p), extreme, spike)
+		v.Score = a.score(p, extreme, spike)
 		if v.Score >= c.Threshold {
 			v.State = StateAnomalous
 			a.quiet, a.calm = c.Quiet, 0
@@ -378,6 +382,53 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	}
 	a.last = v
 	return v
+}
+
+// score is the sample's score: the largest of the likelihood's (from the
+// tail probability p), the new extreme's and the spike path's.
+func (a *Auto) score(p, extreme, spike float64) float64 {
+	s := maxf(extreme, spike)
+	if p < 1 { // LogTailScore(1) is 0
+		s = maxf(s, LogTailScore(p))
+	}
+	return s
+}
+
+// maxf and minf are max and min for operands that are never NaN and never
+// zeros of opposite signs, as in Observe (distances, scales, scores and
+// their floors): one comparison instead of the builtins' extra work to
+// order NaN and -0.
+func maxf(a, b float64) float64 {
+	if b > a {
+		return b
+	}
+	return a
+}
+
+func minf(a, b float64) float64 {
+	if b < a {
+		return b
+	}
+	return a
+}
+
+// extreme returns the new-extreme score of x, a record, judged before the
+// record is learnt: 0 unless the range is established and x beats the
+// record by the tolerance and by as much as the level has moved towards
+// it since it was set.
+func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64) float64 {
+	c := &a.cfg
+	tol := c.ExtremeTolerance * (a.hi - a.lo)
+	if c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) &&
+		levelZ >= extremeMinZ {
+		// Graded by how far the record is beaten, in robust standard
+		// deviations: the threshold when barely, 0.999 from SurpriseCap
+		// on. Every new extreme alerts; ranking them lets a stricter
+		// threshold keep the clear ones.
+		beyond := max(x-a.hi-max(0, loc-a.locHi), a.lo-x-max(0, a.locLo-loc)) / scale
+		return c.Threshold + (0.999-c.Threshold)*min(beyond/c.SurpriseCap, 1)
+	}
+	return 0
 }
 
 // spikePath returns the spike path's score for x and learns x: the plain
@@ -394,7 +445,7 @@ func (a *Auto) spikePath(x, jump float64) float64 {
 	c := &a.cfg
 	m := a.spike.Mean()
 	d := x - m
-	v := max(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
+	v := maxf(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
 	n := a.spike.Count()
 	a.spike.Update(x)
 	out := d*d >= c.SpikeZ*c.SpikeZ*v

@@ -66,6 +66,21 @@ func (e *EWMA) Update(x float64) {
 	e.vr = (1 - a) * (e.vr + d*incr)
 }
 
+// UpdateMean is Update for an EWMA whose variance is never read: it
+// moves the mean exactly as Update does and leaves Var as it was.
+func (e *EWMA) UpdateMean(x float64) {
+	e.n++
+	if e.n == 1 {
+		e.mean = x
+		return
+	}
+	a := e.alpha
+	if e.n < e.equalUntil {
+		a = 1 / float64(e.n)
+	}
+	e.mean += a * (x - e.mean)
+}
+
 // Mean is the weighted mean.
 func (e *EWMA) Mean() float64 { return e.mean }
 

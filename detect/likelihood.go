@@ -63,12 +63,25 @@ func NewLikelihood(shortHalfLife, longHalfLife, minStd float64) Likelihood {
 // long-run mean". The long-run distribution
 // learns the average after it is judged, so a sample does not mask itself.
 func (l *Likelihood) Update(raw float64) float64 {
-	l.short.Update(raw)
+	if z := l.UpdateZ(raw); z > 0 {
+		return NormalTail(z)
+	}
+	return 1
+}
+
+// UpdateZ is Update without the tail probability: it returns how many
+// long-run standard deviations the recent average lies above the long-run
+// mean when that is more than one, and 0 otherwise. NormalTail(z) is what
+// Update returns; since NormalTail falls as z grows, a detector that takes
+// the least likely of several likelihoods can take the largest z and pay
+// for one NormalTail instead of one per likelihood.
+func (l *Likelihood) UpdateZ(raw float64) float64 {
+	l.short.Update(raw) // only its mean is read
 	avg := l.short.Mean()
-	p := 1.0
+	z := 0.0
 	// Within one standard deviation above the long-run mean (or below it)
-	// nothing is unusual; reporting 1 there instead of a tail probability
-	// above 0.16 also skips the costly Erfc on most samples.
+	// nothing is unusual; reporting 0 there instead of a z below 1 lets
+	// most samples skip the tail probability altogether.
 	if d := avg - l.long.mean; d > 0 && l.long.n > 0 {
 		// z = d/max(std, minStd) > 1, compared in squares so that the
 		// square root is taken only in the tail.
@@ -79,11 +92,11 @@ func (l *Likelihood) Update(raw float64) float64 {
 			v = m
 		}
 		if d*d > v {
-			p = NormalTail(d / math.Sqrt(v))
+			z = d / math.Sqrt(v)
 		}
 	}
 	l.long.Update(avg)
-	return p
+	return z
 }
 
 // Count is the number of raw values seen.
