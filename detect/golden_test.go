@@ -25,14 +25,14 @@ import (
 // them with `go test ./detect -run TestGoldenChecksums -v`).
 var goldenChecksums = map[string]uint64{
 	"auto/no_day":                   0x56df8f050a349252,
-	"auto/no_day/snapshot":          0xbe78e384dcf76490,
+	"auto/no_day/snapshot":          0xf93095e0eea3089d,
 	"auto/odd":                      0xf1b1166f0c7a45c8,
-	"auto/odd/snapshot":             0xca3629ebd60de13d,
+	"auto/odd/snapshot":             0x973ec3c4dc53a565,
 	"blocks/ewma_robust_likelihood": 0x7611ffb929651c7a,
 	"blocks/seasonal":               0xc1bb10dddc69ae6f,
 	"blocks/tails":                  0xa5aeaa562c0ab43b,
 	"kind/auto":                     0xe33078d1a93e928a,
-	"kind/auto/snapshot":            0x63bdcd2c106ae932,
+	"kind/auto/snapshot":            0x7549df08e5efe80b,
 	"kind/cusum":                    0x4881f77effed4c25,
 	"kind/cusum/snapshot":           0x8b50f442f8de133,
 	"kind/ewma":                     0x93e283cef68c5409,

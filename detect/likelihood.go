@@ -76,7 +76,7 @@ func (l *Likelihood) Update(raw float64) float64 {
 // the least likely of several likelihoods can take the largest z and pay
 // for one NormalTail instead of one per likelihood.
 func (l *Likelihood) UpdateZ(raw float64) float64 {
-	l.short.Update(raw) // only its mean is read
+	l.short.UpdateMean(raw) // only its mean is read
 	avg := l.short.Mean()
 	z := 0.0
 	// Within one standard deviation above the long-run mean (or below it)
