@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"math"
 	"strings"
 	"text/template"
 	"time"
@@ -59,9 +60,12 @@ type BuiltinMetrics struct {
 	QueueLength    string `koanf:"queue_length"`
 	InFlight       string `koanf:"in_flight"`
 	Workers        string `koanf:"workers"`
-	CodeLabel      string `koanf:"code_label"`
-	RouteLabel     string `koanf:"route_label"`
-	ClientLabel    string `koanf:"client_label"`
+	// WorkerPoolSize is the pool's fixed size, for a service that exports
+	// no gauge of it: when positive it is used instead of Workers.
+	WorkerPoolSize float64 `koanf:"worker_pool_size"`
+	CodeLabel      string  `koanf:"code_label"`
+	RouteLabel     string  `koanf:"route_label"`
+	ClientLabel    string  `koanf:"client_label"`
 }
 
 // DefaultBuiltinConfig returns the pack's defaults: the conventional names
@@ -119,6 +123,9 @@ func (c *BuiltinConfig) Validate() error {
 		if !model.UTF8Validation.IsValidMetricName(f.v) || strings.ContainsAny(f.v, "{}\"") {
 			errs.Addf("metrics."+f.key, "invalid metric name %q", f.v)
 		}
+	}
+	if !(m.WorkerPoolSize >= 0) || math.IsInf(m.WorkerPoolSize, 0) {
+		errs.Addf("metrics.worker_pool_size", "must be 0 (read metrics.workers) or the pool's size, got %v", m.WorkerPoolSize)
 	}
 	for _, f := range []struct{ key, v string }{
 		{"code_label", m.CodeLabel}, {"route_label", m.RouteLabel}, {"client_label", m.ClientLabel},

@@ -34,6 +34,14 @@ func TestBuiltinIncidentSettings(t *testing.T) {
 	require.Equal(t, []string{"TrafficSurgeSaturation"}, rs["ProbeFailing"].SuppressedBy)
 	require.Contains(t, rs["TrafficSurgeSaturation"].Detector.Signals, Signal{Name: "in_flight", Expr: "sum(http_server_requests_in_flight)"})
 
+	// A pool size given in the config stands in for the missing gauge.
+	pool := cfg
+	pool.Metrics.WorkerPoolSize = 64
+	rs = rulesOf(t, pool, ParseOptions{})
+	require.Contains(t, rs["TrafficSurgeSaturation"].Detector.Signals, Signal{Name: "workers", Expr: "vector(64)"})
+	rs = rulesOf(t, cfg, ParseOptions{})
+	require.Contains(t, rs["TrafficSurgeSaturation"].Detector.Signals, Signal{Name: "workers", Expr: "sum(http_server_workers)"})
+
 	cfg.KeepFiringFor = 0
 	rs = rulesOf(t, cfg, ParseOptions{})
 	require.Zero(t, rs["RateLimitStorm"].KeepFiringFor)
@@ -60,6 +68,8 @@ func TestBuiltinConfigValidate(t *testing.T) {
 		{"no hold", func(c *BuiltinConfig) { c.KeepFiringFor = 0 }, ""},
 		{"negative hold", func(c *BuiltinConfig) { c.KeepFiringFor = -time.Second }, "builtin.keep_firing_for: must not be negative, got -1s"},
 		{"rate window", func(c *BuiltinConfig) { c.RateWindow = 0 }, "builtin.rate_window: must be at least 1s"},
+		{"pool size", func(c *BuiltinConfig) { c.Metrics.WorkerPoolSize = 12 }, ""},
+		{"negative pool size", func(c *BuiltinConfig) { c.Metrics.WorkerPoolSize = -1 }, "builtin.metrics.worker_pool_size: must be 0 (read metrics.workers) or the pool's size, got -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -19,7 +20,7 @@ import (
 
 // replayShape replays the built-in pack over a synthetic recording of shape
 // and returns its transitions and the outage's onset.
-func replayShape(t *testing.T, shape string, start time.Time) (*ReplayResult, time.Time) {
+func replayShape(t *testing.T, shape string, start time.Time, cfg Config) (*ReplayResult, time.Time) {
 	t.Helper()
 	rec, onset := genRecording(shape, start)
 	if *recordingsDir != "" {
@@ -32,7 +33,7 @@ func replayShape(t *testing.T, shape string, start time.Time) (*ReplayResult, ti
 	// An hour of normal traffic is two baseline time constants and eight
 	// warm-ups: enough, and it keeps the replay short under -race.
 	res, err := Replay(context.Background(), ReplayOptions{
-		Config: DefaultConfig(), Source: newEngineSource(st), Start: onset.Add(-time.Hour), End: stats.End,
+		Config: cfg, Source: newEngineSource(st), Start: onset.Add(-time.Hour), End: stats.End,
 	})
 	require.NoError(t, err)
 	return res, onset
@@ -80,8 +81,11 @@ func describe(trs []Transition, onset time.Time) string {
 func TestIncidentScenarios(t *testing.T) {
 	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	tests := []struct {
+		name  string // the shape when empty
 		shape string
 		want  string // the one alert that pages; "" for none
+		// poolSize, when set, is the built-in pack's worker_pool_size.
+		poolSize float64
 		// within bounds the delay from onset + from to the page.
 		from, within time.Duration
 		// evidence, when set, must be named by the paging alert's
@@ -93,13 +97,22 @@ func TestIncidentScenarios(t *testing.T) {
 			evidence: []string{"5xx", "health checks"}},
 		{shape: "surge-ramp", want: "TrafficSurgeSaturation", within: 60 * time.Second,
 			evidence: []string{"5xx", "health checks"}},
+		// A service that exports no pool size: the ramp pages once
+		// saturation shows, 30 s after traffic passes capacity...
+		{shape: "surge-ramp-nopool", want: "TrafficSurgeSaturation", within: 120 * time.Second,
+			evidence: []string{"5xx", "health checks"}},
+		// ...unless the pool's size is given in the config.
+		{name: "surge-ramp-pool-size", shape: "surge-ramp-nopool", want: "TrafficSurgeSaturation", within: 60 * time.Second,
+			poolSize: recWorkers(2, 0.04), evidence: []string{"5xx", "health checks"}},
 		{shape: "proportional"},
 		{shape: "abusive"},
 		{shape: "deploy"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.shape, func(t *testing.T) {
-			res, onset := replayShape(t, tt.shape, start)
+		t.Run(cmp.Or(tt.name, tt.shape), func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.Builtin.Metrics.WorkerPoolSize = tt.poolSize
+			res, onset := replayShape(t, tt.shape, start, cfg)
 			ps := pages(res)
 			var all []Transition
 			for _, tr := range res.Transitions {
@@ -119,6 +132,15 @@ func TestIncidentScenarios(t *testing.T) {
 			t.Logf("%s paged %v after onset (%v after onset+%v): %s", p.Rule, p.Time.Sub(onset), delay, tt.from, p.Explanation.Summary)
 			require.GreaterOrEqual(t, delay, -tt.from, "paged before the onset")
 			require.LessOrEqual(t, delay, tt.within, "paged too late")
+			if strings.HasPrefix(tt.shape, "surge-ramp") {
+				// The ramp pages early by the pool's size, from the gauge
+				// or the config, and only then.
+				if strings.HasSuffix(tt.shape, "-nopool") && tt.poolSize == 0 {
+					require.NotContains(t, p.Explanation.Summary, "in flight for") // "N in flight for <pool size>"
+				} else {
+					require.Contains(t, p.Explanation.Summary, "in flight for")
+				}
+			}
 			var fired, resolved int
 			for _, tr := range all {
 				if tr.Rule != tt.want {

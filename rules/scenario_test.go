@@ -187,7 +187,11 @@ func outageState(shape string, d time.Duration) recState {
 
 // genRecording writes an OpenMetrics recording of shape ("normal",
 // "saturation", "storm", "surge") and returns it with the onset time.
+//
+// A shape named with the suffix "-nopool" is the same recording (same
+// noise) of a service that exports no gauge of its worker pool's size.
 func genRecording(shape string, start time.Time) ([]byte, time.Time) {
+	shape, noPool := strings.CutSuffix(shape, "-nopool")
 	onset := start.Add(recNormal)
 	out, tail := recSpan(shape)
 	end := onset.Add(out + tail)
@@ -195,10 +199,14 @@ func genRecording(shape string, start time.Time) ([]byte, time.Time) {
 		onset = time.Time{}
 	}
 	return genStates(uint64(len(shape)), start, end, func(ts time.Time) recState {
-		if onset.IsZero() {
-			return normalState()
+		s := normalState()
+		if !onset.IsZero() {
+			s = outageState(shape, ts.Sub(onset))
 		}
-		return outageState(shape, ts.Sub(onset))
+		if noPool {
+			s.workers = 0
+		}
+		return s
 	}), onset
 }
 
@@ -301,10 +309,12 @@ func genStatesTo(seed uint64, start, end time.Time, stateAt func(time.Time) recS
 			// Little's law: served rate × mean latency (log-normal, sigma
 			// 0.6), plus the queue.
 			line{`http_server_requests_in_flight`, served/dt*s.latMedian*math.Exp(0.18) + queue},
-			line{`http_server_workers`, s.workers},
 			line{`probe_success{instance="shop:8080"}`, probe},
 			line{`up{instance="shop:8080",job="shop"}`, 1},
 		)
+		if s.workers > 0 { // 0: the service exports no pool size
+			series = append(series, line{`http_server_workers`, s.workers})
+		}
 		for _, l := range series {
 			fmt.Fprintf(&b, "%s %g %d.%03d\n", l.name, l.val, ts.Unix(), ts.Nanosecond()/1e6)
 		}
