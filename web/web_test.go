@@ -239,6 +239,31 @@ func TestPoolsAreSeparate(t *testing.T) {
 	}
 }
 
+// TestPacedPool: a paced pool lets a request into a slot only on its turn;
+// until then the request waits in the queue although slots are free, and
+// gets 503 past the queue timeout. The API pool is not paced.
+func TestPacedPool(t *testing.T) {
+	set := metrics.NewSet()
+	s, base := start(t, Options{Set: set, Console: PoolLimits{MaxConcurrentRequests: 4, MaxQueuedRequests: 1,
+		QueueTimeout: 10 * time.Millisecond, MaxRequestsPerSecond: 1.0 / 3600}})
+	s.HandleConsole("GET /{$}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "console page") }))
+	s.Handle("GET /api/v1/fast", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "api answer") }))
+
+	code, body := get(t, "GET", base+"/")
+	require.Equal(t, http.StatusOK, code, "the first request is the burst: %s", body)
+	code, body = get(t, "GET", base+"/")
+	require.Equal(t, http.StatusServiceUnavailable, code, "the next turn is an hour away: %s", body)
+	require.Contains(t, body, "no slot freed within 10ms")
+	require.Equal(t, uint64(1), set.GetOrCreateCounter(`seismo_http_requests_rejected_by_reason_total{pool="console",reason="queue_timeout"}`).Get())
+	require.Empty(t, s.console.slots, "every slot was free")
+	require.Equal(t, int64(0), s.console.queued.Load())
+
+	for range 3 {
+		code, body = get(t, "GET", base+"/api/v1/fast")
+		require.Equal(t, http.StatusOK, code, body)
+	}
+}
+
 // TestQueueTimeout shows that a request that waited QueueTimeout for a
 // slot gets 503 with Retry-After, and that without a queue the excess is
 // shed at once.

@@ -441,7 +441,7 @@ func TestConsolePoolFromConfig(t *testing.T) {
 
 	code, body := do(t, "POST", base+"/-/reload")
 	require.Equal(t, http.StatusOK, code, body)
-	require.Contains(t, logs.String(), "http.console.max_concurrent_requests, max_queued_requests or queue_timeout changed; restart seismo to apply them")
+	require.Contains(t, logs.String(), "http.console (slots, queue or pace) changed; restart seismo to apply it")
 	require.NotContains(t, logs.String(), `"http.max_concurrent_requests, max_queued_requests`, "the API's pool did not change")
 	require.Equal(t, want, pools(), "a reload does not resize the pools")
 }

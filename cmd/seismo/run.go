@@ -228,7 +228,7 @@ func httpReloader(a *agent) reloader {
 			a.logger.Warn("http.max_concurrent_requests, max_queued_requests or queue_timeout changed; restart seismo to apply them")
 		}
 		if next.HTTP.Console != cur.HTTP.Console {
-			a.logger.Warn("http.console.max_concurrent_requests, max_queued_requests or queue_timeout changed; restart seismo to apply them")
+			a.logger.Warn("http.console (slots, queue or pace) changed; restart seismo to apply it")
 		}
 		if next.HTTP.Limits() != cur.HTTP.Limits() || next.HTTP.QueryTimeout != cur.HTTP.QueryTimeout ||
 			next.HTTP.QueryMaxSamples != cur.HTTP.QueryMaxSamples || next.HTTP.QueryMaxPoints != cur.HTTP.QueryMaxPoints ||

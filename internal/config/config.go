@@ -142,19 +142,23 @@ type HTTPConfig struct {
 // PoolConfig bounds one pool of HTTP handlers: requests served at once,
 // requests waiting, blocked, for a slot (0: none wait), and how long they
 // wait; past either bound a request gets 503 with Retry-After.
+// MaxRequestsPerSecond paces the requests let in (0: not paced); only the
+// console's pool has the key: the API's slots pace its slow queries.
 type PoolConfig struct {
 	MaxConcurrentRequests int           `koanf:"max_concurrent_requests"`
 	MaxQueuedRequests     int           `koanf:"max_queued_requests"`
 	QueueTimeout          time.Duration `koanf:"queue_timeout"`
+	MaxRequestsPerSecond  float64       `koanf:"max_requests_per_second"`
 }
 
 // Limits are the web server's limits for the pool; 0 queued (no queue)
-// becomes web's negative.
+// and 0 per second (not paced) become web's negative.
 func (p PoolConfig) Limits() web.PoolLimits {
 	return web.PoolLimits{
 		MaxConcurrentRequests: p.MaxConcurrentRequests,
 		MaxQueuedRequests:     cmp.Or(p.MaxQueuedRequests, -1),
 		QueueTimeout:          p.QueueTimeout,
+		MaxRequestsPerSecond:  cmp.Or(p.MaxRequestsPerSecond, -1),
 	}
 }
 
@@ -168,6 +172,9 @@ func (p PoolConfig) validate(errs *configutil.Errors, prefix string) {
 	}
 	if p.QueueTimeout <= 0 {
 		errs.Addf(prefix+"queue_timeout", "must be positive, got %s", p.QueueTimeout)
+	}
+	if !(p.MaxRequestsPerSecond >= 0) { // NaN too
+		errs.Addf(prefix+"max_requests_per_second", "must not be negative (0: not paced), got %v", p.MaxRequestsPerSecond)
 	}
 }
 
@@ -272,7 +279,8 @@ func DefaultHTTPConfig() HTTPConfig {
 
 func defaultConsolePool() PoolConfig {
 	d := web.DefaultConsolePool()
-	return PoolConfig{MaxConcurrentRequests: d.MaxConcurrentRequests, MaxQueuedRequests: d.MaxQueuedRequests, QueueTimeout: d.QueueTimeout}
+	return PoolConfig{MaxConcurrentRequests: d.MaxConcurrentRequests, MaxQueuedRequests: d.MaxQueuedRequests,
+		QueueTimeout: d.QueueTimeout, MaxRequestsPerSecond: d.MaxRequestsPerSecond}
 }
 
 // AccessConfig is what the web server enforces, from this section. Call

@@ -31,7 +31,7 @@ func TestHTTPSecurityKeys(t *testing.T) {
 		require.Equal(t, 30*time.Second, h.QueryTimeout)
 		require.Equal(t, 1024, h.MaxQueuedRequests)
 		require.Equal(t, 5*time.Second, h.QueueTimeout)
-		require.Equal(t, PoolConfig{MaxConcurrentRequests: 4, MaxQueuedRequests: 256, QueueTimeout: 5 * time.Second}, h.Console)
+		require.Equal(t, PoolConfig{MaxConcurrentRequests: 4, MaxQueuedRequests: 256, QueueTimeout: 5 * time.Second, MaxRequestsPerSecond: 100}, h.Console)
 		require.NoError(t, h.Validate())
 		require.Empty(t, h.AccessConfig().BearerToken)
 	})
@@ -76,6 +76,7 @@ http:
     max_concurrent_requests: 0
     max_queued_requests: -2
     queue_timeout: -1s
+    max_requests_per_second: -0.5
 `)
 		_, err := Load(LoadOptions{File: file})
 		require.Error(t, err)
@@ -92,6 +93,7 @@ http:
 			"seismo.yml:13:30: http.console.max_concurrent_requests: must be positive, got 0",
 			"seismo.yml:14:26: http.console.max_queued_requests: must not be negative, got -2",
 			"seismo.yml:15:20: http.console.queue_timeout: must be positive, got -1s",
+			"seismo.yml:16:30: http.console.max_requests_per_second: must not be negative (0: not paced), got -0.5",
 		} {
 			require.ErrorContains(t, err, want)
 		}
@@ -100,8 +102,9 @@ http:
 }
 
 // TestConsolePool: the console's pool is configured apart from the API's,
-// from the file or the environment, and 0 queued means no queue for the
-// web server (which takes 0 as "the default").
+// from the file or the environment, and 0 queued or 0 per second mean no
+// queue and no pacing for the web server (which takes 0 as "the
+// default").
 func TestConsolePool(t *testing.T) {
 	dir := t.TempDir()
 	file := writeFile(t, dir, "seismo.yml", `
@@ -110,12 +113,14 @@ http:
   console:
     max_concurrent_requests: 2
     max_queued_requests: 0
+    max_requests_per_second: 0
 `)
 	cfg, err := Load(LoadOptions{File: file, Env: []string{"SEISMO_HTTP__CONSOLE__QUEUE_TIMEOUT=2s"}})
 	require.NoError(t, err)
 	require.Equal(t, PoolConfig{MaxConcurrentRequests: 32, MaxQueuedRequests: 1024, QueueTimeout: 5 * time.Second}, cfg.HTTP.APIPool())
 	require.Equal(t, PoolConfig{MaxConcurrentRequests: 2, MaxQueuedRequests: 0, QueueTimeout: 2 * time.Second}, cfg.HTTP.Console)
-	require.Equal(t, web.PoolLimits{MaxConcurrentRequests: 2, MaxQueuedRequests: -1, QueueTimeout: 2 * time.Second}, cfg.HTTP.Console.Limits())
+	require.Equal(t, web.PoolLimits{MaxConcurrentRequests: 2, MaxQueuedRequests: -1, QueueTimeout: 2 * time.Second, MaxRequestsPerSecond: -1},
+		cfg.HTTP.Console.Limits(), "0 queued: no queue; 0 per second: not paced")
 	require.Equal(t, 1024, cfg.HTTP.APIPool().Limits().MaxQueuedRequests)
 }
 
