@@ -9,7 +9,8 @@
 # CPUs (taskset; LOAD_PIN=0 turns it off), so that the generator cannot
 # starve the agent; the output says which.
 #
-# LOAD_CONSOLE_SLOTS sets the console's own slots (http.console).
+# LOAD_CONSOLE_SLOTS sets the console's own slots (http.console),
+# LOAD_CONSOLE_QPS paces each console client.
 #
 # Prints the health latencies (p99 target < 50 ms), the answers by status
 # (and the 503s each pool shed), rule evaluations done and missed during
@@ -35,6 +36,10 @@ CONCURRENCY=${LOAD_CONCURRENCY:-$((SLOTS * 10))}
 # leaves the console alone.
 CONSOLE_CONCURRENCY=${LOAD_CONSOLE_CONCURRENCY:-$((SLOTS * 10 / 4))}
 CONSOLE_SLOTS=${LOAD_CONSOLE_SLOTS:-4}    # http.console.max_concurrent_requests
+# Requests a second of each console client; 0: each asks again as soon as
+# it is answered (a flood). LOAD_CONSOLE_CONCURRENCY=4 LOAD_CONSOLE_QPS=1
+# is a few people watching the console during an incident.
+CONSOLE_QPS=${LOAD_CONSOLE_QPS:-0}
 INTERVAL=${LOAD_INTERVAL:-5s}             # scrape and evaluation interval
 QUERY=${LOAD_QUERY:-'sum by (shard) (rate(load_requests_total[1m]))'}
 WARMUP=${LOAD_WARMUP:-30}                 # seconds before measuring
@@ -189,7 +194,9 @@ TIMEFORMAT='%U %S'
 api=$!
 console=
 if ((CONSOLE_CONCURRENCY > 0)); then
-	{ time "${gen_pin[@]}" nice -n 19 hey -z "$DURATION" -c "$CONSOLE_CONCURRENCY" -t 30 "$base/" >"$work/console.txt"; } 2>"$work/hey-console-cpu.txt" &
+	console_q=()
+	[ "$CONSOLE_QPS" = 0 ] || console_q=(-q "$CONSOLE_QPS")
+	{ time "${gen_pin[@]}" nice -n 19 hey -z "$DURATION" -c "$CONSOLE_CONCURRENCY" "${console_q[@]}" -t 30 "$base/" >"$work/console.txt"; } 2>"$work/hey-console-cpu.txt" &
 	console=$!
 fi
 "${gen_pin[@]}" hey -z "$DURATION" -c 2 -q 10 -t 30 "$base/-/healthy" >"$work/health.txt"
@@ -225,7 +232,7 @@ seismo load test ($(date -u +%FT%TZ), $ncpu cores, $DURATION)
     answers                  $(codes "$work/api.txt")   ($(rps "$work/api.txt") req/s)
     latency p50 / p99        $(pct 50 "$work/api.txt") / $(pct 99 "$work/api.txt")
 $(if [ -n "$console" ]; then
-	echo "  console (GET /) clients    $CONSOLE_CONCURRENCY for $CONSOLE_SLOTS console slots (nice 19)"
+	echo "  console (GET /) clients    $CONSOLE_CONCURRENCY for $CONSOLE_SLOTS console slots (nice 19)$([ "$CONSOLE_QPS" = 0 ] || echo ", $CONSOLE_QPS req/s each")"
 	echo "    answers                  $(codes "$work/console.txt")   ($(rps "$work/console.txt") req/s)"
 	echo "    latency p50 / p99        $(pct 50 "$work/console.txt") / $(pct 99 "$work/console.txt")"
 fi)
