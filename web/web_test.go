@@ -264,6 +264,24 @@ func TestPacedPool(t *testing.T) {
 	}
 }
 
+// TestPacedClientLeaves: a client that gives up while it waits for its
+// turn leaves the queue.
+func TestPacedClientLeaves(t *testing.T) {
+	s, base := start(t, Options{Console: PoolLimits{MaxConcurrentRequests: 4, MaxQueuedRequests: 1,
+		QueueTimeout: time.Hour, MaxRequestsPerSecond: 1.0 / 3600}})
+	s.HandleConsole("GET /{$}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "console page") }))
+	code, _ := get(t, "GET", base+"/")
+	require.Equal(t, http.StatusOK, code)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	gone := getAsync(ctx, base+"/")
+	waitQueued(t, s.console, 1) // waiting for its turn, with every slot free
+	require.Empty(t, s.console.slots)
+	cancel()
+	require.Equal(t, -1, <-gone)
+	waitQueued(t, s.console, 0)
+}
+
 // TestQueueTimeout shows that a request that waited QueueTimeout for a
 // slot gets 503 with Retry-After, and that without a queue the excess is
 // shed at once.
