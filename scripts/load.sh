@@ -9,11 +9,14 @@
 # CPUs (taskset; LOAD_PIN=0 turns it off), so that the generator cannot
 # starve the agent; the output says which.
 #
-# Prints the health latencies (p99 target < 50 ms), the answers by status,
-# rule evaluations done and missed during the run, CPU used by the agent
-# and the load generators, the Go scheduler's run-queue wait and GC CPU of
-# the agent (runtime/metrics, from its /metrics), the load average and the
-# agent's RSS. Everything runs on 127.0.0.1 and is stopped at exit.
+# LOAD_CONSOLE_SLOTS sets the console's own slots (http.console),
+# LOAD_CONSOLE_QPS paces each console client.
+#
+# Prints the health latencies (p99 target < 50 ms), the answers by status
+# (and the 503s each pool shed), rule evaluations done and missed during
+# the run, CPU used by the agent and the load generators, the Go
+# scheduler's run-queue wait and GC CPU of the agent (runtime/metrics, from
+# its /metrics), the load average and the agent's RSS. Everything runs on 127.0.0.1 and is stopped at exit.
 #
 #   make load                      # or scripts/load.sh
 #   LOAD_PIN=0 make load           # without pinning
@@ -32,6 +35,11 @@ CONCURRENCY=${LOAD_CONCURRENCY:-$((SLOTS * 10))}
 # Console clients on GET / (the alerts page), besides the API clients; 0
 # leaves the console alone.
 CONSOLE_CONCURRENCY=${LOAD_CONSOLE_CONCURRENCY:-$((SLOTS * 10 / 4))}
+CONSOLE_SLOTS=${LOAD_CONSOLE_SLOTS:-4}    # http.console.max_concurrent_requests
+# Requests a second of each console client; 0: each asks again as soon as
+# it is answered (a flood). LOAD_CONSOLE_CONCURRENCY=4 LOAD_CONSOLE_QPS=1
+# is a few people watching the console during an incident.
+CONSOLE_QPS=${LOAD_CONSOLE_QPS:-0}
 INTERVAL=${LOAD_INTERVAL:-5s}             # scrape and evaluation interval
 QUERY=${LOAD_QUERY:-'sum by (shard) (rate(load_requests_total[1m]))'}
 WARMUP=${LOAD_WARMUP:-30}                 # seconds before measuring
@@ -91,6 +99,7 @@ data_dir: data
 http:
   listen_address: 127.0.0.1:0
   max_concurrent_requests: $SLOTS
+  console: {max_concurrent_requests: $CONSOLE_SLOTS}
 log: {level: info, format: json}
 collectors:
   scrape_interval: $INTERVAL
@@ -131,6 +140,10 @@ urlencode() {
 metric() {
 	curl -fsS "$base/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { printf "%.0f\n", s }'
 }
+# pool_metric NAME POOL: the sum of the samples of NAME with pool="POOL".
+pool_metric() {
+	curl -fsS "$base/metrics" | awk -v n="$1{" -v p="pool=\"$2\"" 'index($1, n) == 1 && index($1, p) { s += $NF } END { printf "%.0f\n", s }'
+}
 # metricf NAME: the same, with decimals (CPU seconds).
 metricf() {
 	curl -fsS "$base/metrics" | awk -v n="$1" '$1 == n || index($1, n "{") == 1 { s += $NF } END { printf "%.2f\n", s }'
@@ -166,7 +179,7 @@ cpu0=$(cpu "$agent")
 missed0=$(metric seismo_rules_group_iterations_missed_total)
 failed0=$(metric seismo_rules_group_evaluation_failures_total)
 
-echo "load: $CONCURRENCY clients on /api/v1/query and $CONSOLE_CONCURRENCY on the console for $DURATION ($SLOTS slots)"
+echo "load: $CONCURRENCY clients on /api/v1/query and $CONSOLE_CONCURRENCY on the console for $DURATION ($SLOTS API slots, $CONSOLE_SLOTS console slots)"
 (
 	while kill -0 "$agent" 2>/dev/null; do
 		awk '/^VmRSS/ { print $2 }' "/proc/$agent/status"
@@ -181,7 +194,9 @@ TIMEFORMAT='%U %S'
 api=$!
 console=
 if ((CONSOLE_CONCURRENCY > 0)); then
-	{ time "${gen_pin[@]}" nice -n 19 hey -z "$DURATION" -c "$CONSOLE_CONCURRENCY" -t 30 "$base/" >"$work/console.txt"; } 2>"$work/hey-console-cpu.txt" &
+	console_q=()
+	[ "$CONSOLE_QPS" = 0 ] || console_q=(-q "$CONSOLE_QPS")
+	{ time "${gen_pin[@]}" nice -n 19 hey -z "$DURATION" -c "$CONSOLE_CONCURRENCY" "${console_q[@]}" -t 30 "$base/" >"$work/console.txt"; } 2>"$work/hey-console-cpu.txt" &
 	console=$!
 fi
 "${gen_pin[@]}" hey -z "$DURATION" -c 2 -q 10 -t 30 "$base/-/healthy" >"$work/health.txt"
@@ -198,6 +213,8 @@ evals1=$(metric seismo_rules_group_evaluations_total)
 missed1=$(metric seismo_rules_group_iterations_missed_total)
 failed1=$(metric seismo_rules_group_evaluation_failures_total)
 series=$(metric seismo_store_series)
+shed_api=$(pool_metric seismo_http_requests_rejected_total api)
+shed_console=$(pool_metric seismo_http_requests_rejected_total console)
 rss_max=$(sort -n "$work/rss.txt" | tail -1)
 hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$agent/status")
 
@@ -215,10 +232,11 @@ seismo load test ($(date -u +%FT%TZ), $ncpu cores, $DURATION)
     answers                  $(codes "$work/api.txt")   ($(rps "$work/api.txt") req/s)
     latency p50 / p99        $(pct 50 "$work/api.txt") / $(pct 99 "$work/api.txt")
 $(if [ -n "$console" ]; then
-	echo "  console (GET /) clients    $CONSOLE_CONCURRENCY (nice 19)"
+	echo "  console (GET /) clients    $CONSOLE_CONCURRENCY for $CONSOLE_SLOTS console slots (nice 19)$([ "$CONSOLE_QPS" = 0 ] || echo ", $CONSOLE_QPS req/s each")"
 	echo "    answers                  $(codes "$work/console.txt")   ($(rps "$work/console.txt") req/s)"
 	echo "    latency p50 / p99        $(pct 50 "$work/console.txt") / $(pct 99 "$work/console.txt")"
 fi)
+  shed by the agent (503)     API pool $shed_api, console pool $shed_console (seismo_http_requests_rejected_total{pool})
   /-/healthy alone, before   p50 $(pct 50 "$work/baseline.txt") / p99 $(pct 99 "$work/baseline.txt")   (baseline, $BASELINE)
   /-/healthy (2 clients, 10 req/s each) during the API load
     answers                  $(codes "$work/health.txt")

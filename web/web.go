@@ -12,10 +12,12 @@
 // Health, readiness and /metrics are answered by the server itself, from
 // state it holds, and never wait for evaluation work or for a free API slot:
 // a health check served by saturated workers is how one of the outages that
-// seismo exists to prevent got worse. Mounted handlers share a bounded
-// number of concurrent slots; when all are busy a request waits, blocked,
-// in a bounded queue for a bounded time, and gets 503 with Retry-After
-// past either bound.
+// seismo exists to prevent got worse. Mounted handlers run in a pool of a
+// bounded number of concurrent slots; when all are busy a request waits,
+// blocked, in the pool's bounded queue for a bounded time, and gets 503
+// with Retry-After past either bound. The API (Handle, HandleAdmin) and
+// the console (HandleConsole) have a pool each, so that a flood of API
+// clients cannot keep an operator's console waiting, nor the reverse.
 package web
 
 import (
@@ -35,6 +37,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"golang.org/x/time/rate"
 )
 
 // Options configures a Server.
@@ -42,7 +45,8 @@ type Options struct {
 	// ListenAddress is host:port; port 0 picks a free port (see Addr).
 	ListenAddress string
 	// MaxConcurrentRequests bounds requests in flight to handlers mounted
-	// with Handle; more wait in the queue. 0 means 64.
+	// with Handle and HandleAdmin (the API pool); more wait in the queue.
+	// 0 means 64.
 	MaxConcurrentRequests int
 	// MaxQueuedRequests bounds the requests that wait for a slot when all
 	// are busy; more get 503 with Retry-After at once. A waiting request
@@ -52,6 +56,9 @@ type Options struct {
 	// QueueTimeout bounds how long a request waits in the queue before it
 	// gets 503 with Retry-After. 0 means 5s.
 	QueueTimeout time.Duration
+	// Console bounds the handlers mounted with HandleConsole, in a pool of
+	// their own; zero fields take the defaults of DefaultConsolePool.
+	Console PoolLimits
 	// Reload is called by POST /-/reload and must apply a new config the
 	// same way SIGHUP does, returning its error. Nil disables the endpoint.
 	Reload func(ctx context.Context) error
@@ -93,6 +100,57 @@ type Limits struct {
 	MaxRequestBodyBytes int64
 }
 
+// PoolLimits bound one pool of mounted handlers: requests in flight, and
+// the requests that wait, blocked, for a slot and for how long.
+type PoolLimits struct {
+	// MaxConcurrentRequests is the number of slots; 0 takes the default.
+	MaxConcurrentRequests int
+	// MaxQueuedRequests bounds the requests waiting for a slot; 0 takes
+	// the default, negative means no queue (503 at once).
+	MaxQueuedRequests int
+	// QueueTimeout bounds the wait; 0 takes the default.
+	QueueTimeout time.Duration
+	// MaxRequestsPerSecond paces the requests let into the slots, with
+	// bursts of up to a second's worth; a request beyond the pace waits in
+	// the queue like one that found every slot busy. Slots alone do not
+	// bound what a flood of cheap requests costs: a cached page frees its
+	// slot in microseconds, so closed-loop clients are answered thousands
+	// of times a second and take the CPU that queries and rule evaluation
+	// need. 0 takes the default; negative means no pacing.
+	MaxRequestsPerSecond float64
+}
+
+// DefaultConsolePool is what the console's pool takes for a zero field.
+// Pages are rendered at most once a second per URL and served from that
+// rendering to every other request (web/ui), so a slot is mostly held for
+// copying a cached page: a few slots serve a room of operators. The queue
+// holds, blocked and without CPU, more requests than people will ever
+// have consoles open, so that only a flood fills it, and the wait is the
+// API's. An open console asks for its page every 5s, plus a few requests
+// when it loads: 100 requests a second serve hundreds of open consoles.
+// Paced, each request is a wake-up of its own, about 0.5 ms of CPU on a
+// small VM, so 100 a second cost about 5 % of a CPU, where an unpaced
+// flood of cached pages took the whole CPU the agent had.
+func DefaultConsolePool() PoolLimits {
+	return PoolLimits{MaxConcurrentRequests: 4, MaxQueuedRequests: 256, QueueTimeout: 5 * time.Second, MaxRequestsPerSecond: 100}
+}
+
+func (p PoolLimits) withDefaults(d PoolLimits) PoolLimits {
+	p.MaxConcurrentRequests = cmp.Or(max(p.MaxConcurrentRequests, 0), d.MaxConcurrentRequests)
+	switch {
+	case p.MaxQueuedRequests == 0:
+		p.MaxQueuedRequests = d.MaxQueuedRequests
+	case p.MaxQueuedRequests < 0:
+		p.MaxQueuedRequests = 0
+	}
+	p.QueueTimeout = cmp.Or(max(p.QueueTimeout, 0), d.QueueTimeout)
+	if p.MaxRequestsPerSecond == 0 {
+		p.MaxRequestsPerSecond = d.MaxRequestsPerSecond
+	}
+	p.MaxRequestsPerSecond = max(p.MaxRequestsPerSecond, 0) // 0 from here on: no pacing
+	return p
+}
+
 // DefaultLimits are the limits a zero Limits field takes.
 func DefaultLimits() Limits {
 	return Limits{
@@ -124,8 +182,8 @@ type Server struct {
 	logger   *slog.Logger
 	listener net.Listener
 	mux      *http.ServeMux
-	slots    chan struct{}
-	queued   atomic.Int64 // requests waiting for a slot
+	api      *pool // Handle, HandleAdmin
+	console  *pool // HandleConsole
 	ready    atomic.Bool
 	srv      *http.Server
 	access   atomic.Pointer[Access]
@@ -142,10 +200,6 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	rejected     *metrics.Counter
-	queueFull    *metrics.Counter
-	queueTimeout *metrics.Counter
-	queueWait    *metrics.PrometheusHistogram
 	unauthorized *metrics.Counter
 	forbidden    *metrics.Counter
 }
@@ -157,18 +211,12 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil || opts.Set == nil {
 		return nil, errors.New("web: Logger and Set are required")
 	}
-	if opts.MaxConcurrentRequests <= 0 {
-		opts.MaxConcurrentRequests = 64
-	}
-	switch {
-	case opts.MaxQueuedRequests == 0:
-		opts.MaxQueuedRequests = 1024
-	case opts.MaxQueuedRequests < 0:
-		opts.MaxQueuedRequests = 0
-	}
-	if opts.QueueTimeout <= 0 {
-		opts.QueueTimeout = 5 * time.Second
-	}
+	// The API is not paced: its queries hold their slots long enough
+	// that the slots pace it.
+	api := PoolLimits{MaxConcurrentRequests: opts.MaxConcurrentRequests, MaxQueuedRequests: opts.MaxQueuedRequests, QueueTimeout: opts.QueueTimeout}.withDefaults(
+		PoolLimits{MaxConcurrentRequests: 64, MaxQueuedRequests: 1024, QueueTimeout: 5 * time.Second, MaxRequestsPerSecond: -1})
+	opts.MaxConcurrentRequests, opts.MaxQueuedRequests, opts.QueueTimeout = api.MaxConcurrentRequests, api.MaxQueuedRequests, api.QueueTimeout
+	opts.Console = opts.Console.withDefaults(DefaultConsolePool())
 	if opts.ShutdownTimeout <= 0 {
 		opts.ShutdownTimeout = 5 * time.Second
 	}
@@ -188,16 +236,12 @@ func New(opts Options) (*Server, error) {
 		opts:         opts,
 		logger:       opts.Logger,
 		mux:          http.NewServeMux(),
-		slots:        make(chan struct{}, opts.MaxConcurrentRequests),
+		api:          newPool("api", api, opts.Set),
+		console:      newPool("console", opts.Console, opts.Set),
 		bcrypt:       make(chan struct{}, 1),
-		rejected:     opts.Set.NewCounter(`seismo_http_requests_rejected_total`),
-		queueFull:    opts.Set.NewCounter(`seismo_http_requests_rejected_by_reason_total{reason="queue_full"}`),
-		queueTimeout: opts.Set.NewCounter(`seismo_http_requests_rejected_by_reason_total{reason="queue_timeout"}`),
-		queueWait:    opts.Set.NewPrometheusHistogram(`seismo_http_request_queue_wait_seconds`),
 		unauthorized: opts.Set.NewCounter(`seismo_http_requests_unauthorized_total`),
 		forbidden:    opts.Set.NewCounter(`seismo_http_requests_forbidden_total`),
 	}
-	opts.Set.NewGauge(`seismo_http_requests_queued`, func() float64 { return float64(s.queued.Load()) })
 	s.listener = &switchListener{Listener: ln, s: s}
 	s.access.Store(opts.Access)
 	s.srv = &http.Server{
@@ -223,12 +267,22 @@ func New(opts Options) (*Server, error) {
 func (s *Server) Addr() net.Addr { return s.listener.Addr() }
 
 // Handle mounts a handler that only reads on pattern (http.ServeMux syntax,
-// e.g. "GET /api/v1/alerts"). Mounted handlers share the concurrency limit
-// and are instrumented as seismo_http_requests_total{handler=pattern}. It
-// panics on a conflicting pattern, like http.ServeMux.
+// e.g. "GET /api/v1/alerts"). Handlers mounted with Handle and HandleAdmin
+// run in the API pool (MaxConcurrentRequests and its queue) and are
+// instrumented as seismo_http_requests_total{handler=pattern}. It panics
+// on a conflicting pattern, like http.ServeMux.
 func (s *Server) Handle(pattern string, h http.Handler) {
 	s.addPattern(pattern)
-	s.mux.Handle(pattern, s.instrument(pattern, s.limit(h)))
+	s.mux.Handle(pattern, s.instrument(pattern, s.api.limit(h)))
+}
+
+// HandleConsole mounts a console page (read-only, for people) like Handle,
+// but in the console's own pool (Options.Console), so that API clients
+// holding every API slot and queue place do not keep it waiting, and a
+// flood of console requests takes no API slot.
+func (s *Server) HandleConsole(pattern string, h http.Handler) {
+	s.addPattern(pattern)
+	s.mux.Handle(pattern, s.instrument(pattern, s.console.limit(h)))
 }
 
 // HandleAdmin mounts a handler that changes state (creates or deletes
@@ -387,7 +441,7 @@ func isHealth(r *http.Request) bool {
 // gate answers 403 with msg unless allowed says the access in force permits
 // h, then runs h in an API slot.
 func (s *Server) gate(h http.Handler, allowed func(*Access) bool, msg string) http.Handler {
-	limited := s.limit(h)
+	limited := s.api.limit(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !allowed(s.access.Load()) {
 			s.forbidden.Inc()
@@ -417,51 +471,117 @@ func (l *switchListener) Accept() (net.Conn, error) {
 	return c, nil
 }
 
-// limit runs h in one of the shared slots, before h does any work. When
-// all slots are busy the request waits, blocked, in a queue of at most
-// MaxQueuedRequests for at most QueueTimeout; past either bound it gets 503
-// with Retry-After. Waiting instead of answering at once paces clients
-// that retry immediately: a flood of instant 503s costs the agent more CPU
-// than the queries it sheds, and a blocked goroutine costs none.
-func (s *Server) limit(h http.Handler) http.Handler {
+// pool is a number of slots in which mounted handlers run, and a queue of
+// requests waiting for one. Its metrics carry pool="name".
+type pool struct {
+	name   string
+	lim    PoolLimits
+	slots  chan struct{}
+	pace   *rate.Limiter // nil: not paced
+	queued atomic.Int64  // requests waiting for a slot or their turn
+
+	rejected     *metrics.Counter
+	queueFull    *metrics.Counter
+	queueTimeout *metrics.Counter
+	queueWait    *metrics.PrometheusHistogram
+}
+
+// newPool makes a pool with limits lim (defaults applied) and registers
+// its metrics in set. The names are those of the single pool seismo had
+// before the console got its own, with a pool label, so that a sum over
+// pool gives what they counted then.
+func newPool(name string, lim PoolLimits, set *metrics.Set) *pool {
+	p := &pool{
+		name:         name,
+		lim:          lim,
+		slots:        make(chan struct{}, lim.MaxConcurrentRequests),
+		rejected:     set.NewCounter(fmt.Sprintf(`seismo_http_requests_rejected_total{pool=%q}`, name)),
+		queueFull:    set.NewCounter(fmt.Sprintf(`seismo_http_requests_rejected_by_reason_total{pool=%q,reason="queue_full"}`, name)),
+		queueTimeout: set.NewCounter(fmt.Sprintf(`seismo_http_requests_rejected_by_reason_total{pool=%q,reason="queue_timeout"}`, name)),
+		queueWait:    set.NewPrometheusHistogram(fmt.Sprintf(`seismo_http_request_queue_wait_seconds{pool=%q}`, name)),
+	}
+	if lim.MaxRequestsPerSecond > 0 {
+		p.pace = rate.NewLimiter(rate.Limit(lim.MaxRequestsPerSecond), max(1, int(lim.MaxRequestsPerSecond)))
+	}
+	set.NewGauge(fmt.Sprintf(`seismo_http_requests_queued{pool=%q}`, name), func() float64 { return float64(p.queued.Load()) })
+	set.NewGauge(fmt.Sprintf(`seismo_http_requests_in_flight{pool=%q}`, name), func() float64 { return float64(len(p.slots)) })
+	set.NewGauge(fmt.Sprintf(`seismo_http_max_concurrent_requests{pool=%q}`, name), func() float64 { return float64(cap(p.slots)) })
+	return p
+}
+
+// limit runs h in one of the pool's slots, before h does any work. When
+// all slots are busy, or the pool is paced and the request comes early,
+// the request waits, blocked, in a queue of at most MaxQueuedRequests for
+// at most QueueTimeout; past either bound it gets 503 with Retry-After.
+// Waiting instead of answering at once paces clients that retry
+// immediately: a flood of instant 503s costs the agent more CPU than the
+// queries it sheds, and a blocked goroutine costs none.
+func (p *pool) limit(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case s.slots <- struct{}{}:
-			defer func() { <-s.slots }()
-			h.ServeHTTP(w, r)
-			return
-		default:
+		var turn *rate.Reservation // nil: not paced
+		var early time.Duration    // how long before the request's turn
+		if p.pace != nil {
+			turn = p.pace.Reserve() // never refused: the burst is at least 1
+			early = turn.Delay()
 		}
-		if s.queued.Add(1) > int64(s.opts.MaxQueuedRequests) {
-			s.queued.Add(-1)
-			s.queueFull.Inc()
-			s.shed(w, "too many concurrent requests, and the queue is full")
+		if early == 0 {
+			select {
+			case p.slots <- struct{}{}:
+				defer func() { <-p.slots }()
+				h.ServeHTTP(w, r)
+				return
+			default:
+			}
+		}
+		giveBack := func() {
+			if turn != nil {
+				turn.Cancel()
+			}
+		}
+		if p.queued.Add(1) > int64(p.lim.MaxQueuedRequests) {
+			p.queued.Add(-1)
+			giveBack()
+			p.queueFull.Inc()
+			p.shed(w, "too many concurrent requests, and the queue is full")
 			return
 		}
 		start := time.Now()
-		t := time.NewTimer(s.opts.QueueTimeout)
-		select {
-		case s.slots <- struct{}{}:
-			t.Stop()
-			s.queued.Add(-1)
-			s.queueWait.UpdateDuration(start)
-			defer func() { <-s.slots }()
-			h.ServeHTTP(w, r)
-		case <-t.C:
-			s.queued.Add(-1)
-			s.queueTimeout.Inc()
-			s.shed(w, fmt.Sprintf("too many concurrent requests: no slot freed within %s", s.opts.QueueTimeout))
-		case <-r.Context().Done():
-			t.Stop()
-			s.queued.Add(-1)
-			s.shed(w, "request cancelled while queued") // the client has most likely left
+		t := time.NewTimer(p.lim.QueueTimeout)
+		defer t.Stop()
+		var slot chan<- struct{} // nil, so never ready, until the turn comes
+		turnCame := time.After(early)
+		for {
+			select {
+			case <-turnCame:
+				turnCame, slot = nil, p.slots
+				continue
+			case slot <- struct{}{}:
+				p.queued.Add(-1)
+				p.queueWait.UpdateDuration(start)
+				defer func() { <-p.slots }()
+				h.ServeHTTP(w, r)
+			case <-t.C:
+				p.queued.Add(-1)
+				if slot == nil {
+					giveBack()
+				}
+				p.queueTimeout.Inc()
+				p.shed(w, fmt.Sprintf("too many concurrent requests: no slot freed within %s", p.lim.QueueTimeout))
+			case <-r.Context().Done():
+				p.queued.Add(-1)
+				if slot == nil {
+					giveBack()
+				}
+				p.shed(w, "request cancelled while queued") // the client has most likely left
+			}
+			return
 		}
 	})
 }
 
 // shed answers 503 with Retry-After.
-func (s *Server) shed(w http.ResponseWriter, msg string) {
-	s.rejected.Inc()
+func (p *pool) shed(w http.ResponseWriter, msg string) {
+	p.rejected.Inc()
 	w.Header().Set("Retry-After", "1")
 	http.Error(w, msg, http.StatusServiceUnavailable)
 }

@@ -3,11 +3,11 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -99,14 +99,17 @@ func getAsync(ctx context.Context, url string) <-chan int {
 	return res
 }
 
-// waitQueued waits until n requests wait for a slot.
-func waitQueued(t *testing.T, s *Server, n int64) {
+// waitQueued waits until n requests wait for a slot of pool p. It fails
+// the test if that takes a minute (a request that went to another pool
+// never queues here), rather than spin until the test binary times out.
+func waitQueued(t *testing.T, p *pool, n int64) {
 	t.Helper()
-	for s.queued.Load() != n {
-		if t.Context().Err() != nil {
-			t.Fatalf("never %d queued requests", n)
+	giveUp := time.Now().Add(time.Minute)
+	for p.queued.Load() != n {
+		if t.Context().Err() != nil || time.Now().After(giveUp) {
+			t.Fatalf("never %d queued requests in the %s pool (%d queued)", n, p.name, p.queued.Load())
 		}
-		runtime.Gosched()
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -123,7 +126,7 @@ func TestHealthAnswersWhileAPIIsSaturated(t *testing.T) {
 	slow := getAsync(t.Context(), base+"/api/v1/slow")
 	<-entered // the only API slot is now taken and will stay taken
 	queued := getAsync(t.Context(), base+"/api/v1/slow")
-	waitQueued(t, s, 1) // and the queue is full
+	waitQueued(t, s.api, 1) // and the queue is full
 
 	tests := []struct {
 		name, method, path string
@@ -132,7 +135,7 @@ func TestHealthAnswersWhileAPIIsSaturated(t *testing.T) {
 	}{
 		{"healthy", "GET", "/-/healthy", 200, "healthy"},
 		{"ready", "GET", "/-/ready", 200, "ready"},
-		{"metrics", "GET", "/metrics", 200, "seismo_http_requests_queued 1"},
+		{"metrics", "GET", "/metrics", 200, `seismo_http_requests_queued{pool="api"} 1`},
 		{"api shed", "GET", "/api/v1/slow", 503, "too many concurrent requests, and the queue is full"},
 	}
 	for _, tt := range tests {
@@ -154,13 +157,129 @@ func TestHealthAnswersWhileAPIIsSaturated(t *testing.T) {
 		t.Fatal("the blocked handler returned before it was released")
 	default:
 	}
-	require.Equal(t, uint64(1), set.GetOrCreateCounter("seismo_http_requests_rejected_total").Get())
-	require.Equal(t, uint64(1), set.GetOrCreateCounter(`seismo_http_requests_rejected_by_reason_total{reason="queue_full"}`).Get())
+	require.Equal(t, uint64(1), set.GetOrCreateCounter(`seismo_http_requests_rejected_total{pool="api"}`).Get())
+	require.Equal(t, uint64(1), set.GetOrCreateCounter(`seismo_http_requests_rejected_by_reason_total{pool="api",reason="queue_full"}`).Get())
 
 	release()
 	require.Equal(t, 200, <-slow)
 	require.Equal(t, 200, <-queued, "the queued request is served once a slot frees")
-	require.Equal(t, int64(0), s.queued.Load())
+	require.Equal(t, int64(0), s.api.queued.Load())
+}
+
+// TestPoolsAreSeparate fills one pool's only slot and its queue with
+// requests that do not return, and shows that a handler of the other pool
+// is still served at once, while the full pool sheds: the console stays
+// usable while API clients hold every API slot and queue place, and a
+// flood of console requests takes nothing from the API.
+func TestPoolsAreSeparate(t *testing.T) {
+	tests := []struct {
+		name               string
+		flood              string // pool whose slot and queue are taken
+		slow, shed, served string // paths: blocked, shed, served
+		servedBody         string
+	}{
+		{"api full, console served", "api", "/api/v1/slow", "/api/v1/fast", "/", "console page"},
+		{"console full, api served", "console", "/slow", "/", "/api/v1/fast", "api answer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set := metrics.NewSet()
+			one := PoolLimits{MaxConcurrentRequests: 1, MaxQueuedRequests: 1, QueueTimeout: time.Hour}
+			s, base := start(t, Options{MaxConcurrentRequests: one.MaxConcurrentRequests, MaxQueuedRequests: one.MaxQueuedRequests,
+				QueueTimeout: one.QueueTimeout, Console: one, Set: set})
+			in := make(chan struct{}, 2)
+			rel := make(chan struct{})
+			var once sync.Once
+			release := func() { once.Do(func() { close(rel) }) }
+			t.Cleanup(release)
+			blocked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				in <- struct{}{}
+				<-rel
+				io.WriteString(w, "done")
+			})
+			s.Handle("GET /api/v1/slow", blocked)
+			s.Handle("GET /api/v1/fast", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "api answer") }))
+			s.HandleConsole("GET /slow", blocked)
+			s.HandleConsole("GET /{$}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "console page") }))
+			full, other := s.api, s.console
+			if tt.flood == "console" {
+				full, other = other, full
+			}
+
+			slow := getAsync(t.Context(), base+tt.slow)
+			<-in // the flooded pool's only slot is taken and stays taken
+			require.Len(t, full.slots, 1, "the blocked request holds the %s pool's slot", tt.flood)
+			queued := getAsync(t.Context(), base+tt.slow)
+			waitQueued(t, full, 1) // and its queue is full
+			code, body := get(t, "GET", base+tt.shed)
+			require.Equal(t, http.StatusServiceUnavailable, code, "the flooded pool sheds: %s", body)
+			require.Contains(t, body, "the queue is full")
+
+			code, body = get(t, "GET", base+tt.served)
+			require.Equal(t, http.StatusOK, code, "the other pool serves: %s", body)
+			require.Equal(t, tt.servedBody, body)
+
+			_, m := get(t, "GET", base+"/metrics")
+			require.Contains(t, m, fmt.Sprintf(`seismo_http_requests_queued{pool=%q} 1`, tt.flood))
+			require.Contains(t, m, fmt.Sprintf(`seismo_http_requests_in_flight{pool=%q} 1`, tt.flood))
+			require.Contains(t, m, fmt.Sprintf(`seismo_http_requests_rejected_by_reason_total{pool=%q,reason="queue_full"} 1`, tt.flood))
+			require.Equal(t, int64(0), other.queued.Load())
+			require.Empty(t, other.slots, "the served request has given its slot back")
+			require.Zero(t, other.rejected.Get())
+
+			select {
+			case <-slow:
+				t.Fatal("the blocked handler returned before it was released")
+			default:
+			}
+			release()
+			require.Equal(t, 200, <-slow)
+			require.Equal(t, 200, <-queued, "the queued request is served once a slot frees")
+		})
+	}
+}
+
+// TestPacedPool: a paced pool lets a request into a slot only on its turn;
+// until then the request waits in the queue although slots are free, and
+// gets 503 past the queue timeout. The API pool is not paced.
+func TestPacedPool(t *testing.T) {
+	set := metrics.NewSet()
+	s, base := start(t, Options{Set: set, Console: PoolLimits{MaxConcurrentRequests: 4, MaxQueuedRequests: 1,
+		QueueTimeout: 10 * time.Millisecond, MaxRequestsPerSecond: 1.0 / 3600}})
+	s.HandleConsole("GET /{$}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "console page") }))
+	s.Handle("GET /api/v1/fast", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "api answer") }))
+
+	code, body := get(t, "GET", base+"/")
+	require.Equal(t, http.StatusOK, code, "the first request is the burst: %s", body)
+	code, body = get(t, "GET", base+"/")
+	require.Equal(t, http.StatusServiceUnavailable, code, "the next turn is an hour away: %s", body)
+	require.Contains(t, body, "no slot freed within 10ms")
+	require.Equal(t, uint64(1), set.GetOrCreateCounter(`seismo_http_requests_rejected_by_reason_total{pool="console",reason="queue_timeout"}`).Get())
+	require.Empty(t, s.console.slots, "every slot was free")
+	require.Equal(t, int64(0), s.console.queued.Load())
+
+	for range 3 {
+		code, body = get(t, "GET", base+"/api/v1/fast")
+		require.Equal(t, http.StatusOK, code, body)
+	}
+}
+
+// TestPacedClientLeaves: a client that gives up while it waits for its
+// turn leaves the queue.
+func TestPacedClientLeaves(t *testing.T) {
+	s, base := start(t, Options{Console: PoolLimits{MaxConcurrentRequests: 4, MaxQueuedRequests: 1,
+		QueueTimeout: time.Hour, MaxRequestsPerSecond: 1.0 / 3600}})
+	s.HandleConsole("GET /{$}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "console page") }))
+	code, _ := get(t, "GET", base+"/")
+	require.Equal(t, http.StatusOK, code)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	gone := getAsync(ctx, base+"/")
+	waitQueued(t, s.console, 1) // waiting for its turn, with every slot free
+	require.Empty(t, s.console.slots)
+	cancel()
+	require.Equal(t, -1, <-gone)
+	waitQueued(t, s.console, 0)
 }
 
 // TestQueueTimeout shows that a request that waited QueueTimeout for a
@@ -192,8 +311,8 @@ func TestQueueTimeout(t *testing.T) {
 			require.Equal(t, 503, resp.StatusCode)
 			require.Equal(t, "1", resp.Header.Get("Retry-After"))
 			require.Contains(t, string(b), tt.body)
-			require.Equal(t, uint64(1), set.GetOrCreateCounter(`seismo_http_requests_rejected_by_reason_total{reason="`+tt.reason+`"}`).Get())
-			require.Equal(t, int64(0), s.queued.Load())
+			require.Equal(t, uint64(1), set.GetOrCreateCounter(`seismo_http_requests_rejected_by_reason_total{pool="api",reason="`+tt.reason+`"}`).Get())
+			require.Equal(t, int64(0), s.api.queued.Load())
 
 			release()
 			require.Equal(t, 200, <-slow)
@@ -211,13 +330,13 @@ func TestQueuedClientLeaves(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	gone := getAsync(ctx, base+"/api/v1/slow")
-	waitQueued(t, s, 1)
+	waitQueued(t, s.api, 1)
 	cancel()
 	require.Equal(t, -1, <-gone)
-	waitQueued(t, s, 0)
+	waitQueued(t, s.api, 0)
 
 	again := getAsync(t.Context(), base+"/api/v1/slow")
-	waitQueued(t, s, 1)
+	waitQueued(t, s.api, 1)
 	release()
 	require.Equal(t, 200, <-slow)
 	require.Equal(t, 200, <-again)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -124,11 +123,13 @@ func newAgent(cfg *config.Config, opts agentOptions) (*agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("http: %w", err)
 	}
+	api := cfg.HTTP.APIPool().Limits()
 	w, err := web.New(web.Options{
 		ListenAddress:         cfg.HTTP.ListenAddress,
-		MaxConcurrentRequests: cfg.HTTP.MaxConcurrentRequests,
-		MaxQueuedRequests:     cmp.Or(cfg.HTTP.MaxQueuedRequests, -1), // 0 in the config: no queue
-		QueueTimeout:          cfg.HTTP.QueueTimeout,
+		MaxConcurrentRequests: api.MaxConcurrentRequests,
+		MaxQueuedRequests:     api.MaxQueuedRequests,
+		QueueTimeout:          api.QueueTimeout,
+		Console:               cfg.HTTP.Console.Limits(),
 		RoutePrefix:           cfg.HTTP.RoutePrefixOrDefault(),
 		Reload:                a.requestReload,
 		Set:                   httpSet,

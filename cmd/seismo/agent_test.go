@@ -408,3 +408,40 @@ func TestFailedServiceStopsTheRestInOrder(t *testing.T) {
 	require.EqualError(t, a.run(context.Background()), "b: broke")
 	require.Equal(t, []string{"a", "c"}, stopped)
 }
+
+// TestConsolePoolFromConfig: http.console sizes the console's pool apart
+// from the API's (as /metrics shows), and a reload that changes either
+// warns that it needs a restart and leaves the pools as they are.
+func TestConsolePoolFromConfig(t *testing.T) {
+	cfg := testConfig()
+	cfg.HTTP.MaxConcurrentRequests = 7
+	cfg.HTTP.Console.MaxConcurrentRequests = 3
+	next := testConfig()
+	next.HTTP.MaxConcurrentRequests = 7
+	next.HTTP.Console.MaxConcurrentRequests = 5
+	var logs syncBuffer
+	a, err := newAgent(cfg, agentOptions{logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		load: func() (*config.Config, error) { return next, nil }})
+	require.NoError(t, err)
+	a.addReloader(httpReloader(a))
+	base := startAgent(t, a)
+
+	pools := func() string {
+		_, body := do(t, "GET", base+"/metrics")
+		var lines []string
+		for l := range strings.Lines(body) {
+			if strings.HasPrefix(l, "seismo_http_max_concurrent_requests{") {
+				lines = append(lines, strings.TrimSpace(l))
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	want := "seismo_http_max_concurrent_requests{pool=\"api\"} 7\nseismo_http_max_concurrent_requests{pool=\"console\"} 3"
+	require.Equal(t, want, pools())
+
+	code, body := do(t, "POST", base+"/-/reload")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, logs.String(), "http.console (slots, queue or pace) changed; restart seismo to apply it")
+	require.NotContains(t, logs.String(), `"http.max_concurrent_requests, max_queued_requests`, "the API's pool did not change")
+	require.Equal(t, want, pools(), "a reload does not resize the pools")
+}

@@ -26,7 +26,8 @@ type consoleSources struct {
 }
 
 // wireConsole mounts the web console (GET / and its pages) on the agent's
-// server, under the route prefix and in the API's concurrency slots.
+// server, under the route prefix and in the console's own concurrency
+// slots (http.console), so that an overloaded API does not keep it waiting.
 func wireConsole(a *agent) error {
 	src := a.ui
 	opts := ui.Options{
@@ -67,7 +68,7 @@ func wireConsole(a *agent) error {
 		return err
 	}
 	for pattern, h := range c.Routes() {
-		a.web.Handle(pattern, h)
+		a.web.HandleConsole(pattern, h)
 	}
 	return nil
 }

@@ -160,36 +160,7 @@ func wire(a *agent, cfg *config.Config, level *slog.LevelVar) error {
 		}
 		return func() { level.Set(lvl) }, nil
 	}})
-	a.addReloader(reloader{name: "http", prepare: func(_ context.Context, next *config.Config) (func(), error) {
-		cur := a.config()
-		if next.HTTP.ListenAddress != cur.HTTP.ListenAddress {
-			a.logger.Warn("http.listen_address changed; restart seismo to apply it",
-				"old", cur.HTTP.ListenAddress, "new", next.HTTP.ListenAddress)
-		}
-		if next.HTTP.RoutePrefixOrDefault() != cur.HTTP.RoutePrefixOrDefault() {
-			a.logger.Warn("http.route_prefix changed; restart seismo to apply it",
-				"old", cur.HTTP.RoutePrefixOrDefault(), "new", next.HTTP.RoutePrefixOrDefault())
-		}
-		if next.HTTP.MaxConcurrentRequests != cur.HTTP.MaxConcurrentRequests ||
-			next.HTTP.MaxQueuedRequests != cur.HTTP.MaxQueuedRequests || next.HTTP.QueueTimeout != cur.HTTP.QueueTimeout {
-			a.logger.Warn("http.max_concurrent_requests, max_queued_requests or queue_timeout changed; restart seismo to apply them")
-		}
-		if next.HTTP.Limits() != cur.HTTP.Limits() || next.HTTP.QueryTimeout != cur.HTTP.QueryTimeout ||
-			next.HTTP.QueryMaxSamples != cur.HTTP.QueryMaxSamples || next.HTTP.QueryMaxPoints != cur.HTTP.QueryMaxPoints ||
-			next.HTTP.QueryMaxConcurrency != cur.HTTP.QueryMaxConcurrency {
-			a.logger.Warn("http timeouts or size limits changed; restart seismo to apply them")
-		}
-		// TLS, users, the bearer token and the lifecycle and admin switches
-		// apply at once; a bad web config file fails the whole reload.
-		access, err := web.NewAccess(next.HTTP.AccessConfig())
-		if err != nil {
-			return nil, err
-		}
-		return func() {
-			a.web.SetAccess(access)
-			warnCleartext(a.logger, cur.HTTP.ListenAddress, access) // the address in force
-		}, nil
-	}})
+	a.addReloader(httpReloader(a))
 	if err := checkDataDir(cfg.DataDir); err != nil {
 		return err
 	}
@@ -238,4 +209,41 @@ func configName(cfg *config.Config) string {
 // commands other than run (which handles its own signals).
 func signalContext(parent context.Context) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
+}
+
+// httpReloader applies the http section on reload: access control at once,
+// and a warning for each setting that needs a restart.
+func httpReloader(a *agent) reloader {
+	return reloader{name: "http", prepare: func(_ context.Context, next *config.Config) (func(), error) {
+		cur := a.config()
+		if next.HTTP.ListenAddress != cur.HTTP.ListenAddress {
+			a.logger.Warn("http.listen_address changed; restart seismo to apply it",
+				"old", cur.HTTP.ListenAddress, "new", next.HTTP.ListenAddress)
+		}
+		if next.HTTP.RoutePrefixOrDefault() != cur.HTTP.RoutePrefixOrDefault() {
+			a.logger.Warn("http.route_prefix changed; restart seismo to apply it",
+				"old", cur.HTTP.RoutePrefixOrDefault(), "new", next.HTTP.RoutePrefixOrDefault())
+		}
+		if next.HTTP.APIPool() != cur.HTTP.APIPool() {
+			a.logger.Warn("http.max_concurrent_requests, max_queued_requests or queue_timeout changed; restart seismo to apply them")
+		}
+		if next.HTTP.Console != cur.HTTP.Console {
+			a.logger.Warn("http.console (slots, queue or pace) changed; restart seismo to apply it")
+		}
+		if next.HTTP.Limits() != cur.HTTP.Limits() || next.HTTP.QueryTimeout != cur.HTTP.QueryTimeout ||
+			next.HTTP.QueryMaxSamples != cur.HTTP.QueryMaxSamples || next.HTTP.QueryMaxPoints != cur.HTTP.QueryMaxPoints ||
+			next.HTTP.QueryMaxConcurrency != cur.HTTP.QueryMaxConcurrency {
+			a.logger.Warn("http timeouts or size limits changed; restart seismo to apply them")
+		}
+		// TLS, users, the bearer token and the lifecycle and admin switches
+		// apply at once; a bad web config file fails the whole reload.
+		access, err := web.NewAccess(next.HTTP.AccessConfig())
+		if err != nil {
+			return nil, err
+		}
+		return func() {
+			a.web.SetAccess(access)
+			warnCleartext(a.logger, cur.HTTP.ListenAddress, access) // the address in force
+		}, nil
+	}}
 }

@@ -27,6 +27,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net"
@@ -94,6 +95,10 @@ type HTTPConfig struct {
 	// wait, past which the request gets 503 with Retry-After.
 	MaxQueuedRequests int           `koanf:"max_queued_requests"`
 	QueueTimeout      time.Duration `koanf:"queue_timeout"`
+	// Console bounds the console's pages (GET / and the pages under it)
+	// the same way, in slots and a queue of their own, so that API clients
+	// cannot keep the console waiting nor the reverse (restart to apply).
+	Console PoolConfig `koanf:"console"`
 	// RoutePrefix is the path under which every endpoint and the console
 	// are served ("/seismo"), for a reverse proxy that hosts the agent
 	// under a path. Empty means the path of ExternalURL, or the root.
@@ -132,6 +137,52 @@ type HTTPConfig struct {
 	// their turn up to query_timeout); 0 means half the usable CPUs, at
 	// least one, so queries cannot starve rule evaluation.
 	QueryMaxConcurrency int `koanf:"query_max_concurrency"`
+}
+
+// PoolConfig bounds one pool of HTTP handlers: requests served at once,
+// requests waiting, blocked, for a slot (0: none wait), and how long they
+// wait; past either bound a request gets 503 with Retry-After.
+// MaxRequestsPerSecond paces the requests let in (0: not paced); only the
+// console's pool has the key: the API's slots pace its slow queries.
+type PoolConfig struct {
+	MaxConcurrentRequests int           `koanf:"max_concurrent_requests"`
+	MaxQueuedRequests     int           `koanf:"max_queued_requests"`
+	QueueTimeout          time.Duration `koanf:"queue_timeout"`
+	MaxRequestsPerSecond  float64       `koanf:"max_requests_per_second"`
+}
+
+// Limits are the web server's limits for the pool; 0 queued (no queue)
+// and 0 per second (not paced) become web's negative.
+func (p PoolConfig) Limits() web.PoolLimits {
+	return web.PoolLimits{
+		MaxConcurrentRequests: p.MaxConcurrentRequests,
+		MaxQueuedRequests:     cmp.Or(p.MaxQueuedRequests, -1),
+		QueueTimeout:          p.QueueTimeout,
+		MaxRequestsPerSecond:  cmp.Or(p.MaxRequestsPerSecond, -1),
+	}
+}
+
+// validate reports bad values under prefix (e.g. "console.").
+func (p PoolConfig) validate(errs *configutil.Errors, prefix string) {
+	if p.MaxConcurrentRequests <= 0 {
+		errs.Addf(prefix+"max_concurrent_requests", "must be positive, got %d", p.MaxConcurrentRequests)
+	}
+	if p.MaxQueuedRequests < 0 {
+		errs.Addf(prefix+"max_queued_requests", "must not be negative, got %d", p.MaxQueuedRequests)
+	}
+	if p.QueueTimeout <= 0 {
+		errs.Addf(prefix+"queue_timeout", "must be positive, got %s", p.QueueTimeout)
+	}
+	if !(p.MaxRequestsPerSecond >= 0) { // NaN too
+		errs.Addf(prefix+"max_requests_per_second", "must not be negative (0: not paced), got %v", p.MaxRequestsPerSecond)
+	}
+}
+
+// APIPool is the API's pool: max_concurrent_requests, max_queued_requests
+// and queue_timeout at the top of the http section, where they were
+// before the console got a pool of its own.
+func (h *HTTPConfig) APIPool() PoolConfig {
+	return PoolConfig{MaxConcurrentRequests: h.MaxConcurrentRequests, MaxQueuedRequests: h.MaxQueuedRequests, QueueTimeout: h.QueueTimeout}
 }
 
 // QueryConcurrency is QueryMaxConcurrency with 0 resolved to half the
@@ -212,6 +263,7 @@ func DefaultHTTPConfig() HTTPConfig {
 		MaxConcurrentRequests: 64,
 		MaxQueuedRequests:     1024,
 		QueueTimeout:          5 * time.Second,
+		Console:               defaultConsolePool(),
 		AuthExemptHealth:      true,
 		ReadHeaderTimeout:     l.ReadHeaderTimeout,
 		ReadTimeout:           l.ReadTimeout,
@@ -223,6 +275,12 @@ func DefaultHTTPConfig() HTTPConfig {
 		QueryMaxSamples:       5_000_000,
 		QueryMaxPoints:        11_000,
 	}
+}
+
+func defaultConsolePool() PoolConfig {
+	d := web.DefaultConsolePool()
+	return PoolConfig{MaxConcurrentRequests: d.MaxConcurrentRequests, MaxQueuedRequests: d.MaxQueuedRequests,
+		QueueTimeout: d.QueueTimeout, MaxRequestsPerSecond: d.MaxRequestsPerSecond}
 }
 
 // AccessConfig is what the web server enforces, from this section. Call
@@ -279,15 +337,8 @@ func (h *HTTPConfig) Validate() error {
 			errs.Addf("external_url", "want an absolute http(s) URL, got %q", u.Redacted())
 		}
 	}
-	if h.MaxConcurrentRequests <= 0 {
-		errs.Addf("max_concurrent_requests", "must be positive, got %d", h.MaxConcurrentRequests)
-	}
-	if h.MaxQueuedRequests < 0 {
-		errs.Addf("max_queued_requests", "must not be negative, got %d", h.MaxQueuedRequests)
-	}
-	if h.QueueTimeout <= 0 {
-		errs.Addf("queue_timeout", "must be positive, got %s", h.QueueTimeout)
-	}
+	h.APIPool().validate(&errs, "")
+	h.Console.validate(&errs, "console.")
 	if err := checkRoutePrefix(h.RoutePrefix); err != nil {
 		errs.Addf("route_prefix", "%v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/seismo-agent/seismo/internal/testpki"
+	"github.com/seismo-agent/seismo/web"
 )
 
 func TestHTTPSecurityKeys(t *testing.T) {
@@ -30,6 +31,7 @@ func TestHTTPSecurityKeys(t *testing.T) {
 		require.Equal(t, 30*time.Second, h.QueryTimeout)
 		require.Equal(t, 1024, h.MaxQueuedRequests)
 		require.Equal(t, 5*time.Second, h.QueueTimeout)
+		require.Equal(t, PoolConfig{MaxConcurrentRequests: 4, MaxQueuedRequests: 256, QueueTimeout: 5 * time.Second, MaxRequestsPerSecond: 100}, h.Console)
 		require.NoError(t, h.Validate())
 		require.Empty(t, h.AccessConfig().BearerToken)
 	})
@@ -70,6 +72,11 @@ http:
   query_max_samples: 0
   max_queued_requests: -1
   queue_timeout: 0s
+  console:
+    max_concurrent_requests: 0
+    max_queued_requests: -2
+    queue_timeout: -1s
+    max_requests_per_second: -0.5
 `)
 		_, err := Load(LoadOptions{File: file})
 		require.Error(t, err)
@@ -83,11 +90,38 @@ http:
 			"http.query_max_samples: must be positive",
 			"seismo.yml:10:24: http.max_queued_requests: must not be negative, got -1",
 			"seismo.yml:11:18: http.queue_timeout: must be positive, got 0s",
+			"seismo.yml:13:30: http.console.max_concurrent_requests: must be positive, got 0",
+			"seismo.yml:14:26: http.console.max_queued_requests: must not be negative, got -2",
+			"seismo.yml:15:20: http.console.queue_timeout: must be positive, got -1s",
+			"seismo.yml:16:30: http.console.max_requests_per_second: must not be negative (0: not paced), got -0.5",
 		} {
 			require.ErrorContains(t, err, want)
 		}
 		require.NotContains(t, err.Error(), "hunter2")
 	})
+}
+
+// TestConsolePool: the console's pool is configured apart from the API's,
+// from the file or the environment, and 0 queued or 0 per second mean no
+// queue and no pacing for the web server (which takes 0 as "the
+// default").
+func TestConsolePool(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, dir, "seismo.yml", `
+http:
+  max_concurrent_requests: 32
+  console:
+    max_concurrent_requests: 2
+    max_queued_requests: 0
+    max_requests_per_second: 0
+`)
+	cfg, err := Load(LoadOptions{File: file, Env: []string{"SEISMO_HTTP__CONSOLE__QUEUE_TIMEOUT=2s"}})
+	require.NoError(t, err)
+	require.Equal(t, PoolConfig{MaxConcurrentRequests: 32, MaxQueuedRequests: 1024, QueueTimeout: 5 * time.Second}, cfg.HTTP.APIPool())
+	require.Equal(t, PoolConfig{MaxConcurrentRequests: 2, MaxQueuedRequests: 0, QueueTimeout: 2 * time.Second}, cfg.HTTP.Console)
+	require.Equal(t, web.PoolLimits{MaxConcurrentRequests: 2, MaxQueuedRequests: -1, QueueTimeout: 2 * time.Second, MaxRequestsPerSecond: -1},
+		cfg.HTTP.Console.Limits(), "0 queued: no queue; 0 per second: not paced")
+	require.Equal(t, 1024, cfg.HTTP.APIPool().Limits().MaxQueuedRequests)
 }
 
 // TestQueryCPUShare: API queries together may use at most half the usable

@@ -124,8 +124,8 @@ func New(opts Options) (*Console, error) {
 }
 
 // Routes returns the console's patterns and handlers, to be mounted on the
-// agent's server (which adds the route prefix and the shared concurrency
-// slots).
+// agent's server with web.Server.HandleConsole (which adds the route
+// prefix and the console's own concurrency slots).
 func (c *Console) Routes() map[string]http.Handler {
 	return map[string]http.Handler{
 		"GET /{$}":           c.page("alerts", c.alertsData),

@@ -68,17 +68,18 @@ func testOptions() Options {
 	}
 }
 
-// serve mounts the console on a real web.Server and returns its base URL.
-func serve(t *testing.T, opts Options, prefix string, slots int) (*web.Server, string) {
+// serve mounts the console on a real web.Server and returns its base URL;
+// the API pool has apiSlots slots (0: the default) and no queue.
+func serve(t *testing.T, opts Options, prefix string, apiSlots int) (*web.Server, string) {
 	t.Helper()
 	s, err := web.New(web.Options{ListenAddress: "127.0.0.1:0", Set: metrics.NewSet(), Logger: slog.New(slog.DiscardHandler),
-		RoutePrefix: prefix, MaxConcurrentRequests: slots, MaxQueuedRequests: -1})
+		RoutePrefix: prefix, MaxConcurrentRequests: apiSlots, MaxQueuedRequests: -1})
 	require.NoError(t, err)
 	opts.Prefix = s.RoutePrefix()
 	c, err := New(opts)
 	require.NoError(t, err)
 	for p, h := range c.Routes() {
-		s.Handle(p, h)
+		s.HandleConsole(p, h)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -134,9 +135,10 @@ func TestPages(t *testing.T) {
 	require.Equal(t, 1, strings.Count(body, `class="badge silenced" href="/ops/seismo/silences" title="silence s1"`), "only the silenced alert says so")
 }
 
-// TestConsoleSharesAPISlots fills the server's only API slot: console pages
-// are turned away with 503 like the API, and /-/healthy still answers.
-func TestConsoleSharesAPISlots(t *testing.T) {
+// TestConsoleHasItsOwnSlots takes the server's only API slot (with no
+// API queue): API requests are turned away with 503, while console pages,
+// in their own pool, and /-/healthy are still served.
+func TestConsoleHasItsOwnSlots(t *testing.T) {
 	s, base := serve(t, testOptions(), "", 1)
 	release := make(chan struct{})
 	entered := make(chan struct{})
@@ -153,14 +155,16 @@ func TestConsoleSharesAPISlots(t *testing.T) {
 		}
 	}()
 	<-entered
-	code, _ := get(t, base+"/")
-	require.Equal(t, http.StatusServiceUnavailable, code, "with no queue, the console is turned away at once")
+	code, _ := get(t, base+"/api/v1/slow")
+	require.Equal(t, http.StatusServiceUnavailable, code, "with no queue, the API is turned away at once")
+	for _, page := range []string{"/", "/rules", "/status", "/static/console.css"} {
+		code, body := get(t, base+page)
+		require.Equal(t, http.StatusOK, code, "%s while the API is full: %s", page, body)
+	}
 	code, _ = get(t, base+"/-/healthy")
 	require.Equal(t, http.StatusOK, code)
 	close(release)
 	<-done
-	code, _ = get(t, base+"/")
-	require.Equal(t, http.StatusOK, code)
 }
 
 // TestPageCache counts renderings: the same URL within CacheFor is
