@@ -3,6 +3,7 @@ package rules
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
 	"slices"
@@ -54,9 +55,16 @@ func firedAt(a *alertState) time.Time {
 	return time.Time{}
 }
 
-func (rs *ruleState) apiAlerts() []apiAlert {
+// apiAlerts returns the rule's alerts whose state is in states (all of
+// them when states is empty) and how many it left out.
+func (rs *ruleState) apiAlerts(states stringSet) ([]apiAlert, int) {
 	out := make([]apiAlert, 0, len(rs.alerts))
+	omitted := 0
 	for _, a := range rs.alerts {
+		if !states.has(a.State.String()) {
+			omitted++
+			continue
+		}
 		aa := apiAlert{
 			Labels:          a.Labels.Map(),
 			Annotations:     a.Annotations.Map(),
@@ -83,7 +91,7 @@ func (rs *ruleState) apiAlerts() []apiAlert {
 	slices.SortFunc(out, func(a, b apiAlert) int {
 		return cmp.Compare(labelString(a.Labels), labelString(b.Labels))
 	})
-	return out
+	return out, omitted
 }
 
 func labelString(m map[string]string) string {
@@ -128,7 +136,7 @@ func (rs *ruleState) api() apiRule {
 	ar.KeepFiringFor = r.KeepFiringFor.Seconds()
 	ar.SuppressedBy = r.SuppressedBy
 	ar.Annotations = r.Annotations.Map()
-	ar.Alerts = rs.apiAlerts()
+	ar.Alerts, _ = rs.apiAlerts(nil)
 	ar.State = "inactive"
 	for _, a := range ar.Alerts {
 		// The rule's state is its most advanced alert's.
@@ -227,21 +235,43 @@ func (m *Manager) RulesHandler() http.Handler {
 }
 
 // AlertsHandler serves GET /api/v1/alerts: every pending, firing, warming-up
-// and recently resolved alert.
+// and recently resolved alert. A seismo extension: state=S (repeatable)
+// keeps the alerts in those states and adds data.omitted, the number left
+// out, so that a reader of the few active alerts does not pay for the
+// thousands of anomaly rules still warming up.
 func (m *Manager) AlertsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			writeAPI(w, http.StatusBadRequest, apiResponse{Status: "error", ErrorType: "bad_data", Error: err.Error()})
+			return
+		}
+		states := set(r.Form["state"])
+		for st := range states {
+			if stateRank(st) == 0 {
+				writeAPI(w, http.StatusBadRequest, apiResponse{Status: "error", ErrorType: "bad_data",
+					Error: fmt.Sprintf("state: %q is none of warming_up, pending, firing, resolved", st)})
+				return
+			}
+		}
 		m.mu.Lock()
 		groups := m.groups
 		m.mu.Unlock()
 		alerts := []apiAlert{}
+		omitted := 0
 		for _, g := range groups {
 			for _, rs := range g.rules {
 				rs.mu.Lock()
-				alerts = append(alerts, rs.apiAlerts()...)
+				kept, n := rs.apiAlerts(states)
 				rs.mu.Unlock()
+				alerts = append(alerts, kept...)
+				omitted += n
 			}
 		}
-		writeAPI(w, http.StatusOK, apiResponse{Status: "success", Data: map[string]any{"alerts": alerts}})
+		data := map[string]any{"alerts": alerts}
+		if len(states) > 0 {
+			data["omitted"] = omitted
+		}
+		writeAPI(w, http.StatusOK, apiResponse{Status: "success", Data: data})
 	})
 }
 

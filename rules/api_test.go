@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func TestAPI(t *testing.T) {
 	get := func(url string) (int, map[string]any) {
 		rec := httptest.NewRecorder()
 		h := m.RulesHandler()
-		if url == "/api/v1/alerts" {
+		if strings.HasPrefix(url, "/api/v1/alerts") {
 			h = m.AlertsHandler()
 		}
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
@@ -93,7 +94,23 @@ func TestAPI(t *testing.T) {
 				states[am["labels"].(map[string]any)["alertname"].(string)] = am["state"].(string)
 			}
 			require.Equal(t, map[string]string{"A": "firing", "B": "pending"}, states)
+			require.NotContains(t, data, "omitted", "no filter, nothing omitted")
 		}},
+		{"/api/v1/alerts?state=firing", 200, func(t *testing.T, data map[string]any) {
+			as := data["alerts"].([]any)
+			require.Len(t, as, 1)
+			require.Equal(t, "A", as[0].(map[string]any)["labels"].(map[string]any)["alertname"])
+			require.Equal(t, 1.0, data["omitted"])
+		}},
+		{"/api/v1/alerts?state=firing&state=pending", 200, func(t *testing.T, data map[string]any) {
+			require.Len(t, data["alerts"].([]any), 2)
+			require.Equal(t, 0.0, data["omitted"])
+		}},
+		{"/api/v1/alerts?state=resolved", 200, func(t *testing.T, data map[string]any) {
+			require.Empty(t, data["alerts"].([]any))
+			require.Equal(t, 2.0, data["omitted"])
+		}},
+		{"/api/v1/alerts?state=active", 400, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {

@@ -110,12 +110,15 @@ type alertsPage struct {
 
 func (c *Console) alertsData(r *http.Request) (any, error) {
 	var d struct {
-		Alerts []*alertView `json:"alerts"`
+		Alerts  []*alertView `json:"alerts"`
+		Omitted int          `json:"omitted"`
 	}
-	if err := callAPI(r, c.opts.Alerts, "/api/v1/alerts", &d); err != nil {
+	// Only the active alerts: an agent with thousands of anomaly rules
+	// warming up would otherwise encode and decode all of them per page.
+	if err := callAPI(r, c.opts.Alerts, "/api/v1/alerts?state=firing&state=pending", &d); err != nil {
 		return alertsPage{}, err
 	}
-	p := alertsPage{}
+	p := alertsPage{Others: d.Omitted}
 	for _, a := range d.Alerts {
 		if a.State != "firing" && a.State != "pending" {
 			p.Others++

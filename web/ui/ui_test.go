@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,6 +134,24 @@ func TestPages(t *testing.T) {
 	_, body := get(t, base+"/")
 	require.Less(t, strings.Index(body, `data-alert="Slow"`), strings.Index(body, `data-alert="Plain"`))
 	require.Equal(t, 1, strings.Count(body, `class="badge silenced" href="/ops/seismo/silences" title="silence s1"`), "only the silenced alert says so")
+}
+
+// TestAlertsPageAsksForActiveAlerts: the alerts page reads only firing and
+// pending alerts from the API (an agent with thousands of rules warming up
+// would otherwise encode and decode all of them per page) and counts the
+// others from data.omitted.
+func TestAlertsPageAsksForActiveAlerts(t *testing.T) {
+	opts := testOptions()
+	var asked atomic.Value
+	opts.Alerts = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Store(r.URL.Query()["state"])
+		jsonHandler(map[string]any{"alerts": []any{}, "omitted": 5000}).ServeHTTP(w, r)
+	})
+	_, base := serve(t, opts, "", 0)
+	code, body := get(t, base+"/")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, []string{"firing", "pending"}, asked.Load())
+	require.Contains(t, body, "No alert is firing or pending. (5000 warming up or recently resolved.)")
 }
 
 // TestConsoleHasItsOwnSlots takes the server's only API slot (with no
