@@ -75,7 +75,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "load: building seismo and the synthetic target"
-go build -o "$work/seismo" ./cmd/seismo
+CGO_ENABLED=0 go build -o "$work/seismo" ./cmd/seismo # static, as make build makes it
 go build -o "$work/loadtarget" ./scripts/loadtarget
 
 "${gen_pin[@]}" "$work/loadtarget" -addr 127.0.0.1:0 -series "$SERIES" >"$work/target.out" 2>&1 &

@@ -53,7 +53,8 @@ log() { echo "bench-peer: $*" >&2; }
 
 if [[ -z ${BIN_SEISMO:-} ]]; then
 	log "building seismo"
-	go build -trimpath -o "$OUT/seismo" ./cmd/seismo
+	# Static, as make build makes it.
+	CGO_ENABLED=0 go build -trimpath -o "$OUT/seismo" ./cmd/seismo
 	BIN_SEISMO=$OUT/seismo
 fi
 if [[ -z ${BIN_TARGETS:-} ]]; then
