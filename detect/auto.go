@@ -301,7 +301,10 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 				daily := math.Abs(x-b.Mean()) / maxf(maxf(b.Std(), 0.25*scale), scaleFloor(loc))
 				daily = minf(daily, c.SurpriseCap)
 				surprise = (surprise + daily) / 2
-				zDay = a.dayLik.UpdateZ(daily)
+				// Likelihood.UpdateZ by its inlined steps.
+				avg := a.dayLik.average(daily)
+				zDay = a.dayLik.z(avg)
+				a.dayLik.long.Update(avg)
 			}
 		}
 		d := x - a.prev
@@ -316,7 +319,9 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			}
 			jump = dev / js * c.SpikeZ / c.JumpZ
 		}
-		zStep = a.stepLk.UpdateZ(minf(step, c.SurpriseCap))
+		avg := a.stepLk.average(minf(step, c.SurpriseCap))
+		zStep = a.stepLk.z(avg)
+		a.stepLk.long.Update(avg)
 		a.step.Update(d)
 		// Only a record can be a new extreme; most samples are none and
 		// skip the rest.
@@ -333,8 +338,11 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	}
 	// The least likely of the three likelihoods: the largest z, and one
 	// tail probability for it.
+	avg := a.lik.average(surprise)
+	z := a.lik.z(avg)
+	a.lik.long.Update(avg)
 	p := 1.0
-	if z := maxf(maxf(a.lik.UpdateZ(surprise), zDay), zStep); z > 0 {
+	if z := maxf(maxf(z, zDay), zStep); z > 0 {
 		p = NormalTail(z)
 	}
 	spike := 0.0

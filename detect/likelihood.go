@@ -76,9 +76,24 @@ func (l *Likelihood) Update(raw float64) float64 {
 // the least likely of several likelihoods can take the largest z and pay
 // for one NormalTail instead of one per likelihood.
 func (l *Likelihood) UpdateZ(raw float64) float64 {
+	avg := l.average(raw)
+	z := l.z(avg)
+	l.long.Update(avg)
+	return z
+}
+
+// UpdateZ is split in three steps, each small enough to be inlined, so that
+// a detector updating several likelihoods per sample (Auto) can do so in
+// one call: average adds raw to the recent average and returns it, z
+// judges it against the long-run distribution, and l.long.Update(avg) then
+// learns it.
+
+func (l *Likelihood) average(raw float64) float64 {
 	l.short.UpdateMean(raw) // only its mean is read
-	avg := l.short.Mean()
-	z := 0.0
+	return l.short.mean
+}
+
+func (l *Likelihood) z(avg float64) float64 {
 	// Within one standard deviation above the long-run mean (or below it)
 	// nothing is unusual; reporting 0 there instead of a z below 1 lets
 	// most samples skip the tail probability altogether.
@@ -92,11 +107,10 @@ func (l *Likelihood) UpdateZ(raw float64) float64 {
 			v = m
 		}
 		if d*d > v {
-			z = d / math.Sqrt(v)
+			return d / math.Sqrt(v)
 		}
 	}
-	l.long.Update(avg)
-	return z
+	return 0
 }
 
 // Count is the number of raw values seen.
