@@ -345,9 +345,20 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	if z := maxf(maxf(z, zDay), zStep); z > 0 {
 		p = NormalTail(z)
 	}
+	// The spike path (see spikePath), whose common case, a sample within
+	// the bounds, is written out here so that it makes no call.
 	spike := 0.0
 	if c.SpikeZ > 0 {
-		spike = a.spikePath(x, jump)
+		m := a.spike.Mean()
+		d := x - m
+		v := maxf(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
+		n := a.spike.Count()
+		a.spike.Update(x)
+		if out := d*d >= c.SpikeZ*c.SpikeZ*v; (out || jump >= c.SpikeZ) && n >= 2 {
+			spike = a.spikePath(d, v, jump, out)
+		} else {
+			a.out = false
+		}
 	}
 	a.prev = x
 	a.level.Update(x)
@@ -378,7 +389,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		} else {
 			state = StateAnomalous
 			if a.last.State == StateAnomalous {
-				score = a.score(p, extreme, spike)
+				score = scoreOf(p, extreme, spike)
 			}
 			a.calm = 0
 		}
@@ -386,7 +397,7 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			a.quiet = 0
 		}
 	default:
-		score = a.score(p, extreme, spike)
+		score = scoreOf(p, extreme, spike)
 		if score >= c.Threshold {
 			state = StateAnomalous
 			a.quiet, a.calm = c.Quiet, 0
@@ -398,14 +409,22 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	return Verdict{Score: score, Expected: loc, Lower: lower, Upper: upper, Direction: dir, State: state}
 }
 
-// score is the sample's score: the largest of the likelihood's (from the
-// tail probability p), the new extreme's and the spike path's.
-func (a *Auto) score(p, extreme, spike float64) float64 {
-	s := maxf(extreme, spike)
-	if p < 1 { // LogTailScore(1) is 0
-		s = maxf(s, LogTailScore(p))
+// scoreOf is the sample's score: the largest of the likelihood's (from the
+// tail probability p), the new extreme's and the spike path's. It is
+// small enough to be inlined, so that most samples (p = 1, whose
+// LogTailScore is 0) make no call.
+func scoreOf(p, extreme, spike float64) float64 {
+	if p < 1 {
+		return scoreTail(p, extreme, spike)
 	}
-	return s
+	return maxf(extreme, spike)
+}
+
+// scoreTail is scoreOf for p < 1, kept out of line.
+//
+//go:noinline
+func scoreTail(p, extreme, spike float64) float64 {
+	return maxf(maxf(extreme, spike), LogTailScore(p))
 }
 
 // maxf and minf are max and min for operands that are never NaN and never
@@ -455,18 +474,12 @@ func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64) float64 {
 // allowed whatever the length, since one event is no rate: on a short
 // series the first incident must not mute the second. Within the bounds
 // (most samples) it costs one EWMA update and two comparisons.
-func (a *Auto) spikePath(x, jump float64) float64 {
+//
+// Observe has already learnt x, computed its distance d from the mean
+// before and the variance v it is judged by, and found it beyond the
+// bound (out) or a jump.
+func (a *Auto) spikePath(d, v, jump float64, out bool) float64 {
 	c := &a.cfg
-	m := a.spike.Mean()
-	d := x - m
-	v := maxf(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
-	n := a.spike.Count()
-	a.spike.Update(x)
-	out := d*d >= c.SpikeZ*c.SpikeZ*v
-	if !(out || jump >= c.SpikeZ) || n < 2 {
-		a.out = false
-		return 0
-	}
 	z := jump
 	if out {
 		z = max(z, math.Abs(d)/math.Sqrt(v))
