@@ -322,7 +322,12 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		avg := a.stepLk.average(minf(step, c.SurpriseCap))
 		zStep = a.stepLk.z(avg)
 		a.stepLk.long.Update(avg)
-		a.step.Update(d)
+		// Robust.Update, in place once steady (see Robust.update).
+		if a.step.steady() {
+			a.step.learn(a.step.clipped(d))
+		} else {
+			a.step.Update(d)
+		}
 		// Only a record can be a new extreme; most samples are none and
 		// skip the rest.
 		if x > a.hi || x < a.lo {
@@ -361,7 +366,11 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		}
 	}
 	a.prev = x
-	a.level.Update(x)
+	if a.level.steady() {
+		a.level.learn(a.level.clipped(x))
+	} else {
+		a.level.Update(x)
+	}
 	if day != nil {
 		day.Update(x)
 	}
