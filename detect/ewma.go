@@ -11,13 +11,25 @@ type EWMA struct {
 	vr    float64
 	n     uint64
 	// equalUntil is derived from alpha (see equalWeightsUntil): below this
-	// count samples are weighted equally. Not part of snapshots.
-	equalUntil uint64
+	// count samples are weighted equally. Below startUntil, max(equalUntil,
+	// 2), an update is the first or weighs equally: one comparison tells
+	// a steady update from those. Neither is part of snapshots.
+	equalUntil, startUntil uint64
 }
 
 // NewEWMA returns an EWMA with smoothing factor alpha in (0, 1]: the weight
 // of the newest sample. Use AlphaForHalfLife to think in samples.
-func NewEWMA(alpha float64) EWMA { return EWMA{alpha: alpha, equalUntil: equalWeightsUntil(alpha)} }
+func NewEWMA(alpha float64) EWMA {
+	e := EWMA{alpha: alpha}
+	e.derive()
+	return e
+}
+
+// derive sets the fields derived from alpha.
+func (e *EWMA) derive() {
+	e.equalUntil = equalWeightsUntil(e.alpha)
+	e.startUntil = max(e.equalUntil, 2)
+}
 
 // equalWeightsUntil returns the least count m for which float64(m)*alpha < 1
 // is false (the product is monotonic in m), or the largest uint64 if there
@@ -49,16 +61,18 @@ func AlphaForHalfLife(halfLife float64) float64 {
 // Update adds one sample. Before the first sample Mean and Var return 0.
 func (e *EWMA) Update(x float64) {
 	e.n++
-	if e.n == 1 {
-		e.mean, e.vr = x, 0
-		return
-	}
 	// Until 1/alpha samples have been seen, weight them equally (a plain
 	// running mean and variance); otherwise the first sample would dominate
 	// for about 1/alpha samples and the variance would start near zero.
 	a := e.alpha
-	if e.n < e.equalUntil { // max(alpha, 1/n) without a division per update
-		a = 1 / float64(e.n)
+	if e.n < e.startUntil {
+		if e.n == 1 {
+			e.mean, e.vr = x, 0
+			return
+		}
+		if e.n < e.equalUntil { // max(alpha, 1/n) without a division per update
+			a = 1 / float64(e.n)
+		}
 	}
 	d := x - e.mean
 	incr := a * d
@@ -70,13 +84,15 @@ func (e *EWMA) Update(x float64) {
 // moves the mean exactly as Update does and leaves Var as it was.
 func (e *EWMA) UpdateMean(x float64) {
 	e.n++
-	if e.n == 1 {
-		e.mean = x
-		return
-	}
 	a := e.alpha
-	if e.n < e.equalUntil {
-		a = 1 / float64(e.n)
+	if e.n < e.startUntil {
+		if e.n == 1 {
+			e.mean = x
+			return
+		}
+		if e.n < e.equalUntil {
+			a = 1 / float64(e.n)
+		}
 	}
 	e.mean += a * (x - e.mean)
 }
@@ -111,7 +127,7 @@ func (e *EWMA) encode(w *encoder) {
 
 func (e *EWMA) decode(r *decoder) {
 	e.alpha = r.f64()
-	e.equalUntil = equalWeightsUntil(e.alpha)
+	e.derive()
 	e.mean = r.f64()
 	e.vr = r.f64()
 	e.n = r.u64()
