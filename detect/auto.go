@@ -269,7 +269,7 @@ func NewAuto(c AutoConfig) *Auto {
 }
 
 // Observe implements Detector.
-func (a *Auto) Observe(ts int64, x float64) Verdict {
+func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	if !finite(x) {
 		return skipVerdict(a.last)
 	}
@@ -415,7 +415,8 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	dir, lower, upper := direction(x, loc), loc-3*scale, loc+3*scale
 	l := &a.last
 	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State = score, loc, lower, upper, dir, state
-	return Verdict{Score: score, Expected: loc, Lower: lower, Upper: upper, Direction: dir, State: state}
+	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State = score, loc, lower, upper, dir, state
+	return v
 }
 
 // scoreOf is the sample's score: the largest of the likelihood's (from the
