@@ -341,15 +341,13 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 		}
 	}
-	// The least likely of the three likelihoods: the largest z, and one
-	// tail probability for it.
+	// The least likely of the three likelihoods: the largest z. Its tail
+	// probability (NormalTail(z) for z > 0, 1 otherwise) is worked out
+	// below, where the state says what it is needed for.
 	avg := a.lik.average(surprise)
 	z := a.lik.z(avg)
 	a.lik.long.Update(avg)
-	p := 1.0
-	if z := maxf(maxf(z, zDay), zStep); z > 0 {
-		p = NormalTail(z)
-	}
+	z = maxf(maxf(z, zDay), zStep)
 	// The spike path (see spikePath), whose common case, a sample within
 	// the bounds, is written out here so that it makes no call.
 	spike := 0.0
@@ -393,6 +391,10 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// and 0 otherwise, and 0 on a sample that turns anomalous again
 		// within the episode: that is no new alert.
 		a.quiet--
+		p := 1.0
+		if z > 0 {
+			p = NormalTail(z)
+		}
 		if p > a.calmP && extreme == 0 && spike < c.Threshold/2 {
 			a.calm++
 		} else {
@@ -406,7 +408,10 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.quiet = 0
 		}
 	default:
-		score = scoreOf(p, extreme, spike)
+		score = maxf(extreme, spike)
+		if z > 0 {
+			score = scoreZ(z, extreme, spike)
+		}
 		if score >= c.Threshold {
 			state = StateAnomalous
 			a.quiet, a.calm = c.Quiet, 0
@@ -435,6 +440,19 @@ func scoreOf(p, extreme, spike float64) float64 {
 //go:noinline
 func scoreTail(p, extreme, spike float64) float64 {
 	return maxf(maxf(extreme, spike), LogTailScore(p))
+}
+
+// scoreZ is scoreOf(NormalTail(z), extreme, spike) for z > 0 in one call
+// out of line, so that Observe spills its values once, not around a call
+// for the tail probability and another for its logarithm.
+//
+//go:noinline
+func scoreZ(z, extreme, spike float64) float64 {
+	s := maxf(extreme, spike)
+	if p := NormalTail(z); p < 1 {
+		s = maxf(s, LogTailScore(p))
+	}
+	return s
 }
 
 // maxf and minf are max and min for operands that are never NaN and never
