@@ -230,6 +230,7 @@ type Auto struct {
 	quiet     int     // samples of quiet left
 	calm      int     // consecutive calm samples during the quiet period
 	calmP     float64 // a likelihood above this is calm (see NewAuto)
+	spikeZ2   float64 // SpikeZ², the spike path's bound on squares
 	last      Verdict
 	day       Seasonal   // time-of-day baselines; unused when DayBuckets is 0
 	dayLik    Likelihood // likelihood of the time-of-day surprise alone
@@ -252,8 +253,9 @@ func NewAuto(c AutoConfig) *Auto {
 	a := &Auto{
 		cfg: c,
 		// LogTailScore(p) < Threshold/2, solved for p once.
-		calmP: math.Pow(1e-10, c.Threshold/2) - 1e-10,
-		level: NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
+		calmP:   math.Pow(1e-10, c.Threshold/2) - 1e-10,
+		spikeZ2: c.SpikeZ * c.SpikeZ,
+		level:   NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
 		// 0.05: surprise is in standard deviations, so a long-run spread
 		// below 0.05 is noise, not a baseline to measure excursions by.
 		lik:    NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05),
@@ -357,7 +359,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		v := maxf(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
 		n := a.spike.Count()
 		a.spike.Update(x)
-		if out := d*d >= c.SpikeZ*c.SpikeZ*v; (out || jump >= c.SpikeZ) && n >= 2 {
+		if out := d*d >= a.spikeZ2*v; (out || jump >= c.SpikeZ) && n >= 2 {
 			spike = a.spikePath(d, v, jump, out)
 		} else {
 			a.out = false

@@ -45,6 +45,7 @@ type Likelihood struct {
 	// minStd floors the long-run standard deviation so that a long quiet
 	// stretch does not make the smallest blip look impossible.
 	minStd float64
+	minVar float64 // minStd², derived; not part of snapshots
 }
 
 // NewLikelihood returns a likelihood layer averaging raw values over about
@@ -55,6 +56,7 @@ func NewLikelihood(shortHalfLife, longHalfLife, minStd float64) Likelihood {
 		short:  NewEWMA(AlphaForHalfLife(shortHalfLife)),
 		long:   NewEWMA(AlphaForHalfLife(longHalfLife)),
 		minStd: minStd,
+		minVar: minStd * minStd,
 	}
 }
 
@@ -103,7 +105,7 @@ func (l *Likelihood) z(avg float64) float64 {
 		v := l.long.vr
 		// max(v, minStd²) exactly as the builtin computes it (NaN wins,
 		// +0 over -0) in fewer instructions.
-		if m := l.minStd * l.minStd; v <= m || m != m {
+		if m := l.minVar; v <= m || m != m {
 			v = m
 		}
 		if d*d > v {
@@ -126,4 +128,5 @@ func (l *Likelihood) decode(r *decoder) {
 	l.short.decode(r)
 	l.long.decode(r)
 	l.minStd = r.f64()
+	l.minVar = l.minStd * l.minStd
 }
