@@ -10,11 +10,12 @@ type EWMA struct {
 	mean  float64
 	vr    float64
 	n     uint64
-	// equalUntil is derived from alpha (see equalWeightsUntil): below this
-	// count samples are weighted equally. Below startUntil, max(equalUntil,
-	// 2), an update is the first or weighs equally: one comparison tells
-	// a steady update from those. Neither is part of snapshots.
-	equalUntil, startUntil uint64
+	// Derived from alpha, not part of snapshots: below startUntil,
+	// max(equalWeightsUntil(alpha), 2), an update is the first or weighs
+	// samples equally, so one comparison tells a steady update from
+	// those; beta is 1 - alpha.
+	startUntil uint64
+	beta       float64
 }
 
 // NewEWMA returns an EWMA with smoothing factor alpha in (0, 1]: the weight
@@ -27,8 +28,8 @@ func NewEWMA(alpha float64) EWMA {
 
 // derive sets the fields derived from alpha.
 func (e *EWMA) derive() {
-	e.equalUntil = equalWeightsUntil(e.alpha)
-	e.startUntil = max(e.equalUntil, 2)
+	e.startUntil = max(equalWeightsUntil(e.alpha), 2)
+	e.beta = 1 - e.alpha
 }
 
 // equalWeightsUntil returns the least count m for which float64(m)*alpha < 1
@@ -64,20 +65,21 @@ func (e *EWMA) Update(x float64) {
 	// Until 1/alpha samples have been seen, weight them equally (a plain
 	// running mean and variance); otherwise the first sample would dominate
 	// for about 1/alpha samples and the variance would start near zero.
-	a := e.alpha
+	a, b := e.alpha, e.beta // b is 1 - a
 	if e.n < e.startUntil {
 		if e.n == 1 {
 			e.mean, e.vr = x, 0
 			return
 		}
-		if e.n < e.equalUntil { // max(alpha, 1/n) without a division per update
-			a = 1 / float64(e.n)
-		}
+		// Below startUntil, 2 <= n < equalWeightsUntil(alpha): max(alpha,
+		// 1/n) is 1/n, without a division per update once steady.
+		a = 1 / float64(e.n)
+		b = 1 - a
 	}
 	d := x - e.mean
 	incr := a * d
 	e.mean += incr
-	e.vr = (1 - a) * (e.vr + d*incr)
+	e.vr = b * (e.vr + d*incr)
 }
 
 // UpdateMean is Update for an EWMA whose variance is never read: it
@@ -90,9 +92,7 @@ func (e *EWMA) UpdateMean(x float64) {
 			e.mean = x
 			return
 		}
-		if e.n < e.equalUntil {
-			a = 1 / float64(e.n)
-		}
+		a = 1 / float64(e.n)
 	}
 	e.mean += a * (x - e.mean)
 }
