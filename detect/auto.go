@@ -230,6 +230,7 @@ type Auto struct {
 	quiet     int     // samples of quiet left
 	calm      int     // consecutive calm samples during the quiet period
 	calmP     float64 // a likelihood above this is calm (see NewAuto)
+	spikeZ2   float64 // SpikeZ², the spike path's bound on squares
 	last      Verdict
 	day       Seasonal   // time-of-day baselines; unused when DayBuckets is 0
 	dayLik    Likelihood // likelihood of the time-of-day surprise alone
@@ -252,8 +253,9 @@ func NewAuto(c AutoConfig) *Auto {
 	a := &Auto{
 		cfg: c,
 		// LogTailScore(p) < Threshold/2, solved for p once.
-		calmP: math.Pow(1e-10, c.Threshold/2) - 1e-10,
-		level: NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
+		calmP:   math.Pow(1e-10, c.Threshold/2) - 1e-10,
+		spikeZ2: c.SpikeZ * c.SpikeZ,
+		level:   NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
 		// 0.05: surprise is in standard deviations, so a long-run spread
 		// below 0.05 is noise, not a baseline to measure excursions by.
 		lik:    NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05),
@@ -269,7 +271,7 @@ func NewAuto(c AutoConfig) *Auto {
 }
 
 // Observe implements Detector.
-func (a *Auto) Observe(ts int64, x float64) Verdict {
+func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	if !finite(x) {
 		return skipVerdict(a.last)
 	}
@@ -301,7 +303,10 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 				daily := math.Abs(x-b.Mean()) / maxf(maxf(b.Std(), 0.25*scale), scaleFloor(loc))
 				daily = minf(daily, c.SurpriseCap)
 				surprise = (surprise + daily) / 2
-				zDay = a.dayLik.UpdateZ(daily)
+				// Likelihood.UpdateZ by its inlined steps.
+				avg := a.dayLik.average(daily)
+				zDay = a.dayLik.z(avg)
+				a.dayLik.long.Update(avg)
 			}
 		}
 		d := x - a.prev
@@ -316,8 +321,15 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			}
 			jump = dev / js * c.SpikeZ / c.JumpZ
 		}
-		zStep = a.stepLk.UpdateZ(minf(step, c.SurpriseCap))
-		a.step.Update(d)
+		avg := a.stepLk.average(minf(step, c.SurpriseCap))
+		zStep = a.stepLk.z(avg)
+		a.stepLk.long.Update(avg)
+		// Robust.Update, in place once steady (see Robust.update).
+		if a.step.steady() {
+			a.step.learn(a.step.clipped(d))
+		} else {
+			a.step.Update(d)
+		}
 		// Only a record can be a new extreme; most samples are none and
 		// skip the rest.
 		if x > a.hi || x < a.lo {
@@ -331,18 +343,34 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 		}
 	}
-	// The least likely of the three likelihoods: the largest z, and one
-	// tail probability for it.
-	p := 1.0
-	if z := maxf(maxf(a.lik.UpdateZ(surprise), zDay), zStep); z > 0 {
-		p = NormalTail(z)
-	}
+	// The least likely of the three likelihoods: the largest z. Its tail
+	// probability (NormalTail(z) for z > 0, 1 otherwise) is worked out
+	// below, where the state says what it is needed for.
+	avg := a.lik.average(surprise)
+	z := a.lik.z(avg)
+	a.lik.long.Update(avg)
+	z = maxf(maxf(z, zDay), zStep)
+	// The spike path (see spikePath), whose common case, a sample within
+	// the bounds, is written out here so that it makes no call.
 	spike := 0.0
 	if c.SpikeZ > 0 {
-		spike = a.spikePath(x, jump)
+		m := a.spike.Mean()
+		d := x - m
+		v := maxf(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
+		n := a.spike.Count()
+		a.spike.Update(x)
+		if out := d*d >= a.spikeZ2*v; (out || jump >= c.SpikeZ) && n >= 2 {
+			spike = a.spikePath(d, v, jump, out)
+		} else {
+			a.out = false
+		}
 	}
 	a.prev = x
-	a.level.Update(x)
+	if a.level.steady() {
+		a.level.learn(a.level.clipped(x))
+	} else {
+		a.level.Update(x)
+	}
 	if day != nil {
 		day.Update(x)
 	}
@@ -365,12 +393,16 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 		// and 0 otherwise, and 0 on a sample that turns anomalous again
 		// within the episode: that is no new alert.
 		a.quiet--
+		p := 1.0
+		if z > 0 {
+			p = NormalTail(z)
+		}
 		if p > a.calmP && extreme == 0 && spike < c.Threshold/2 {
 			a.calm++
 		} else {
 			state = StateAnomalous
 			if a.last.State == StateAnomalous {
-				score = a.score(p, extreme, spike)
+				score = scoreOf(p, extreme, spike)
 			}
 			a.calm = 0
 		}
@@ -378,7 +410,10 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 			a.quiet = 0
 		}
 	default:
-		score = a.score(p, extreme, spike)
+		score = maxf(extreme, spike)
+		if z > 0 {
+			score = scoreZ(z, extreme, spike)
+		}
 		if score >= c.Threshold {
 			state = StateAnomalous
 			a.quiet, a.calm = c.Quiet, 0
@@ -387,14 +422,36 @@ func (a *Auto) Observe(ts int64, x float64) Verdict {
 	dir, lower, upper := direction(x, loc), loc-3*scale, loc+3*scale
 	l := &a.last
 	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State = score, loc, lower, upper, dir, state
-	return Verdict{Score: score, Expected: loc, Lower: lower, Upper: upper, Direction: dir, State: state}
+	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State = score, loc, lower, upper, dir, state
+	return v
 }
 
-// score is the sample's score: the largest of the likelihood's (from the
-// tail probability p), the new extreme's and the spike path's.
-func (a *Auto) score(p, extreme, spike float64) float64 {
+// scoreOf is the sample's score: the largest of the likelihood's (from the
+// tail probability p), the new extreme's and the spike path's. It is
+// small enough to be inlined, so that most samples (p = 1, whose
+// LogTailScore is 0) make no call.
+func scoreOf(p, extreme, spike float64) float64 {
+	if p < 1 {
+		return scoreTail(p, extreme, spike)
+	}
+	return maxf(extreme, spike)
+}
+
+// scoreTail is scoreOf for p < 1, kept out of line.
+//
+//go:noinline
+func scoreTail(p, extreme, spike float64) float64 {
+	return maxf(maxf(extreme, spike), LogTailScore(p))
+}
+
+// scoreZ is scoreOf(NormalTail(z), extreme, spike) for z > 0 in one call
+// out of line, so that Observe spills its values once, not around a call
+// for the tail probability and another for its logarithm.
+//
+//go:noinline
+func scoreZ(z, extreme, spike float64) float64 {
 	s := maxf(extreme, spike)
-	if p < 1 { // LogTailScore(1) is 0
+	if p := NormalTail(z); p < 1 {
 		s = maxf(s, LogTailScore(p))
 	}
 	return s
@@ -447,18 +504,12 @@ func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64) float64 {
 // allowed whatever the length, since one event is no rate: on a short
 // series the first incident must not mute the second. Within the bounds
 // (most samples) it costs one EWMA update and two comparisons.
-func (a *Auto) spikePath(x, jump float64) float64 {
+//
+// Observe has already learnt x, computed its distance d from the mean
+// before and the variance v it is judged by, and found it beyond the
+// bound (out) or a jump.
+func (a *Auto) spikePath(d, v, jump float64, out bool) float64 {
 	c := &a.cfg
-	m := a.spike.Mean()
-	d := x - m
-	v := maxf(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
-	n := a.spike.Count()
-	a.spike.Update(x)
-	out := d*d >= c.SpikeZ*c.SpikeZ*v
-	if !(out || jump >= c.SpikeZ) || n < 2 {
-		a.out = false
-		return 0
-	}
 	z := jump
 	if out {
 		z = max(z, math.Abs(d)/math.Sqrt(v))

@@ -10,14 +10,27 @@ type EWMA struct {
 	mean  float64
 	vr    float64
 	n     uint64
-	// equalUntil is derived from alpha (see equalWeightsUntil): below this
-	// count samples are weighted equally. Not part of snapshots.
-	equalUntil uint64
+	// Derived from alpha, not part of snapshots: below startUntil,
+	// max(equalWeightsUntil(alpha), 2), an update is the first or weighs
+	// samples equally, so one comparison tells a steady update from
+	// those; beta is 1 - alpha.
+	startUntil uint64
+	beta       float64
 }
 
 // NewEWMA returns an EWMA with smoothing factor alpha in (0, 1]: the weight
 // of the newest sample. Use AlphaForHalfLife to think in samples.
-func NewEWMA(alpha float64) EWMA { return EWMA{alpha: alpha, equalUntil: equalWeightsUntil(alpha)} }
+func NewEWMA(alpha float64) EWMA {
+	e := EWMA{alpha: alpha}
+	e.derive()
+	return e
+}
+
+// derive sets the fields derived from alpha.
+func (e *EWMA) derive() {
+	e.startUntil = max(equalWeightsUntil(e.alpha), 2)
+	e.beta = 1 - e.alpha
+}
 
 // equalWeightsUntil returns the least count m for which float64(m)*alpha < 1
 // is false (the product is monotonic in m), or the largest uint64 if there
@@ -49,33 +62,36 @@ func AlphaForHalfLife(halfLife float64) float64 {
 // Update adds one sample. Before the first sample Mean and Var return 0.
 func (e *EWMA) Update(x float64) {
 	e.n++
-	if e.n == 1 {
-		e.mean, e.vr = x, 0
-		return
-	}
 	// Until 1/alpha samples have been seen, weight them equally (a plain
 	// running mean and variance); otherwise the first sample would dominate
 	// for about 1/alpha samples and the variance would start near zero.
-	a := e.alpha
-	if e.n < e.equalUntil { // max(alpha, 1/n) without a division per update
+	a, b := e.alpha, e.beta // b is 1 - a
+	if e.n < e.startUntil {
+		if e.n == 1 {
+			e.mean, e.vr = x, 0
+			return
+		}
+		// Below startUntil, 2 <= n < equalWeightsUntil(alpha): max(alpha,
+		// 1/n) is 1/n, without a division per update once steady.
 		a = 1 / float64(e.n)
+		b = 1 - a
 	}
 	d := x - e.mean
 	incr := a * d
 	e.mean += incr
-	e.vr = (1 - a) * (e.vr + d*incr)
+	e.vr = b * (e.vr + d*incr)
 }
 
 // UpdateMean is Update for an EWMA whose variance is never read: it
 // moves the mean exactly as Update does and leaves Var as it was.
 func (e *EWMA) UpdateMean(x float64) {
 	e.n++
-	if e.n == 1 {
-		e.mean = x
-		return
-	}
 	a := e.alpha
-	if e.n < e.equalUntil {
+	if e.n < e.startUntil {
+		if e.n == 1 {
+			e.mean = x
+			return
+		}
 		a = 1 / float64(e.n)
 	}
 	e.mean += a * (x - e.mean)
@@ -111,7 +127,7 @@ func (e *EWMA) encode(w *encoder) {
 
 func (e *EWMA) decode(r *decoder) {
 	e.alpha = r.f64()
-	e.equalUntil = equalWeightsUntil(e.alpha)
+	e.derive()
 	e.mean = r.f64()
 	e.vr = r.f64()
 	e.n = r.u64()

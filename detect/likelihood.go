@@ -45,6 +45,7 @@ type Likelihood struct {
 	// minStd floors the long-run standard deviation so that a long quiet
 	// stretch does not make the smallest blip look impossible.
 	minStd float64
+	minVar float64 // minStd², derived; not part of snapshots
 }
 
 // NewLikelihood returns a likelihood layer averaging raw values over about
@@ -55,6 +56,7 @@ func NewLikelihood(shortHalfLife, longHalfLife, minStd float64) Likelihood {
 		short:  NewEWMA(AlphaForHalfLife(shortHalfLife)),
 		long:   NewEWMA(AlphaForHalfLife(longHalfLife)),
 		minStd: minStd,
+		minVar: minStd * minStd,
 	}
 }
 
@@ -76,9 +78,24 @@ func (l *Likelihood) Update(raw float64) float64 {
 // the least likely of several likelihoods can take the largest z and pay
 // for one NormalTail instead of one per likelihood.
 func (l *Likelihood) UpdateZ(raw float64) float64 {
+	avg := l.average(raw)
+	z := l.z(avg)
+	l.long.Update(avg)
+	return z
+}
+
+// UpdateZ is split in three steps, each small enough to be inlined, so that
+// a detector updating several likelihoods per sample (Auto) can do so in
+// one call: average adds raw to the recent average and returns it, z
+// judges it against the long-run distribution, and l.long.Update(avg) then
+// learns it.
+
+func (l *Likelihood) average(raw float64) float64 {
 	l.short.UpdateMean(raw) // only its mean is read
-	avg := l.short.Mean()
-	z := 0.0
+	return l.short.mean
+}
+
+func (l *Likelihood) z(avg float64) float64 {
 	// Within one standard deviation above the long-run mean (or below it)
 	// nothing is unusual; reporting 0 there instead of a z below 1 lets
 	// most samples skip the tail probability altogether.
@@ -88,15 +105,14 @@ func (l *Likelihood) UpdateZ(raw float64) float64 {
 		v := l.long.vr
 		// max(v, minStd²) exactly as the builtin computes it (NaN wins,
 		// +0 over -0) in fewer instructions.
-		if m := l.minStd * l.minStd; v <= m || m != m {
+		if m := l.minVar; v <= m || m != m {
 			v = m
 		}
 		if d*d > v {
-			z = d / math.Sqrt(v)
+			return d / math.Sqrt(v)
 		}
 	}
-	l.long.Update(avg)
-	return z
+	return 0
 }
 
 // Count is the number of raw values seen.
@@ -112,4 +128,5 @@ func (l *Likelihood) decode(r *decoder) {
 	l.short.decode(r)
 	l.long.decode(r)
 	l.minStd = r.f64()
+	l.minVar = l.minStd * l.minStd
 }

@@ -17,19 +17,32 @@ type Robust struct {
 	loc   float64
 	mad   float64 // clipped mean absolute deviation
 	n     uint64
-	// equalUntil is derived from alpha: see equalWeightsUntil. Not part of
-	// snapshots.
-	equalUntil uint64
+	// equalUntil is derived from alpha: see equalWeightsUntil. From
+	// steadyFrom = max(equalUntil, 4) samples on, an update weighs by
+	// alpha and clips (see steady). Neither is part of snapshots.
+	equalUntil, steadyFrom uint64
 }
 
 // NewRobust returns a robust estimator with smoothing factor alpha (see
 // AlphaForHalfLife) that clips deviations at clip scales (3 is usual).
 func NewRobust(alpha, clip float64) Robust {
-	return Robust{alpha: alpha, clip: clip, equalUntil: equalWeightsUntil(alpha)}
+	r := Robust{alpha: alpha, clip: clip}
+	r.derive()
+	return r
+}
+
+// derive sets the fields derived from alpha.
+func (r *Robust) derive() {
+	r.equalUntil = equalWeightsUntil(r.alpha)
+	r.steadyFrom = max(r.equalUntil, 4)
 }
 
 // Update adds one sample.
 func (r *Robust) Update(x float64) {
+	if r.steady() {
+		r.update(x)
+		return
+	}
 	r.n++
 	if r.n == 1 {
 		r.loc = x
@@ -52,6 +65,41 @@ func (r *Robust) Update(x float64) {
 	}
 	r.loc += a * d
 	r.mad += a * (ad - r.mad)
+}
+
+// steady reports whether the next sample is past the start: past the
+// equal weights (n-1 >= equalUntil after the count) and with clipping on
+// (n > 4), so that update applies.
+func (r *Robust) steady() bool { return r.n >= r.steadyFrom }
+
+// update is Update for a steady estimator. Its two steps, clipped and
+// learn, are each small enough to be inlined: a detector runs them in place
+// (when steady holds) to update without a call.
+func (r *Robust) update(x float64) {
+	d, ad := r.clipped(x)
+	r.learn(d, ad)
+}
+
+// clipped returns the deviation of x from the location, clipped at clip
+// scales, and the deviation's absolute value.
+func (r *Robust) clipped(x float64) (d, ad float64) {
+	d = x - r.loc
+	ad = math.Abs(d)
+	if r.mad > 0 {
+		if c := r.clip * r.mad * madToSigma; ad > c {
+			d = math.Copysign(c, d)
+			ad = c
+		}
+	}
+	return d, ad
+}
+
+// learn counts a sample and moves the location and scale by its clipped
+// deviation.
+func (r *Robust) learn(d, ad float64) {
+	r.n++
+	r.loc += r.alpha * d
+	r.mad += r.alpha * (ad - r.mad)
 }
 
 // Loc is the location estimate (close to the median for symmetric noise).
@@ -78,7 +126,7 @@ func (r *Robust) encode(w *encoder) {
 
 func (r *Robust) decode(d *decoder) {
 	r.alpha = d.f64()
-	r.equalUntil = equalWeightsUntil(r.alpha)
+	r.derive()
 	r.clip = d.f64()
 	r.loc = d.f64()
 	r.mad = d.f64()
