@@ -1,12 +1,10 @@
 package main
 
 import (
-	"context"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
-	"time"
 )
 
 // agentGCPercent is the garbage collector's target of "seismo run" unless
@@ -56,25 +54,18 @@ func gcPercentFor(live uint64) int {
 	return min(max(p, agentGCPercent), 100)
 }
 
-// gcHeadroom sets the GC percent from the live heap (as liveHeap reads it)
-// every interval until ctx ends (see minGCHeadroom): at 10k series and
-// above it stays at agentGCPercent.
-func gcHeadroom(interval time.Duration, liveHeap func() uint64) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		cur := agentGCPercent
-		for {
-			if p := gcPercentFor(liveHeap()); p != cur {
-				debug.SetGCPercent(p)
-				cur = p
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-			}
-		}
+// headroom keeps the GC percent at gcPercentFor the live heap (as live
+// reads it), a step of tuneRuntime: at 10k series and above it stays at
+// agentGCPercent.
+type headroom struct {
+	cur  int // the GC percent set
+	live func() uint64
+}
+
+func (h *headroom) step() {
+	if p := gcPercentFor(h.live()); p != h.cur {
+		debug.SetGCPercent(p)
+		h.cur = p
 	}
 }
 

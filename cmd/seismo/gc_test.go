@@ -58,7 +58,9 @@ func TestGCHeadroomSetsPercent(t *testing.T) {
 	live.Store(3 << 20)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- gcHeadroom(time.Millisecond, live.Load)(ctx) }()
+	go func() {
+		done <- tuneRuntime(time.Millisecond, nil, (&headroom{cur: agentGCPercent, live: live.Load}).step)(ctx)
+	}()
 	require.Eventually(t, func() bool { return gcPercent() == 50 }, 10*time.Second, time.Millisecond, "a small heap")
 	live.Store(1 << 30)
 	require.Eventually(t, func() bool { return gcPercent() == agentGCPercent }, 10*time.Second, time.Millisecond, "a large heap")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -93,8 +94,17 @@ func runAgent(ctx context.Context, cli *cliEnv, f *runFlags) error {
 		a.web.Close()
 		return err
 	}
+	var steps []func()
+	var untune func()
 	if tuneGC {
-		a.addService(service{name: "gc", run: gcHeadroom(5*time.Second, liveHeap)})
+		steps = append(steps, (&headroom{cur: agentGCPercent, live: liveHeap}).step)
+	}
+	if !gomaxprocsSet(cli.environ) && runtime.GOMAXPROCS(0) > 1 {
+		f := newProcsFollower(newProcsPolicy(tuneTick, procsQuiet, procsWiden, procsNarrow), processCPU, logger)
+		steps, untune = append(steps, f.step), f.stop
+	}
+	if len(steps) > 0 {
+		a.addService(service{name: "runtime", run: tuneRuntime(tuneTick, untune, steps...)})
 	}
 
 	done := make(chan error, 1)
