@@ -27,6 +27,8 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/seismo-agent/seismo/internal/rusage"
 )
 
 // Fault names one way to break the service.
@@ -266,7 +268,8 @@ func (s *Service) initMetrics() {
 		s.latency[r] = s.set.NewPrometheusHistogramExt(fmt.Sprintf(`http_request_duration_seconds{route=%q}`, r), latencyBuckets)
 	}
 	s.set.RegisterMetricsWriter(func(w io.Writer) {
-		metrics.WriteCounterFloat64(w, "process_cpu_seconds_total", processCPUSeconds())
+		cpu, _ := rusage.Self()
+		metrics.WriteCounterFloat64(w, "process_cpu_seconds_total", cpu.Seconds())
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/seismo-agent/seismo/demo"
 	"github.com/seismo-agent/seismo/demo/loadgen"
 	"github.com/seismo-agent/seismo/internal/config"
+	"github.com/seismo-agent/seismo/internal/rusage"
 )
 
 // demoRunOptions are the flags of "seismo demo run".
@@ -263,9 +264,9 @@ func runDemo(ctx context.Context, out, stderr io.Writer, o demoRunOptions) (sum 
 	if err != nil {
 		return nil, err
 	}
-	cpu, rss := demo.ProcessUsage()
+	cpu, rss := rusage.Self()
 	fmt.Fprintf(out, "process (service + load + agent): CPU %.1fs over %s, peak RSS %.0f MiB\n",
-		cpu, time.Since(start).Round(time.Second), rss/(1<<20))
+		cpu.Seconds(), time.Since(start).Round(time.Second), rss/(1<<20))
 	return sum, nil
 }
 

@@ -17,7 +17,7 @@ import (
 const agentGCPercent = 30
 
 // minGCHeadroom is the least heap growth between collections that
-// gcHeadroom keeps. agentGCPercent of a small heap is less than one rule
+// headroom keeps. agentGCPercent of a small heap is less than one rule
 // evaluation allocates (about 1.2 MiB at 1k series), so a small agent
 // would collect on every evaluation; a 1k-series agent (about 3 MiB live)
 // collects at about 50 % instead. From 5 MiB live up (10k series and
@@ -28,13 +28,13 @@ const minGCHeadroom = 3 << 19 // 1.5 MiB
 // heap profile sampling unless GODEBUG sets memprofilerate: the agent
 // serves no profiles, and sampling costs a stack walk every 512 KiB
 // allocated and up to 1.4 MiB for the table of sampled stacks. It reports
-// whether it set the GC percent (and gcHeadroom should adjust it).
+// whether it set the GC percent (and headroom should adjust it).
 func setAgentGC(environ []string) bool {
 	gogc, rate := false, false
 	for _, kv := range environ {
-		gogc = gogc || strings.HasPrefix(kv, "GOGC=")
 		rate = rate || strings.HasPrefix(kv, "GODEBUG=") && strings.Contains(kv, "memprofilerate=")
 	}
+	gogc = envSet(environ, "GOGC")
 	if !gogc {
 		debug.SetGCPercent(agentGCPercent)
 	}
@@ -42,6 +42,17 @@ func setAgentGC(environ []string) bool {
 		runtime.MemProfileRate = 0
 	}
 	return !gogc
+}
+
+// envSet reports whether environ sets the variable name (then the agent
+// leaves the runtime setting it names alone).
+func envSet(environ []string, name string) bool {
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, name+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // gcPercentFor returns the GC percent that grows a heap of live bytes by

@@ -4,9 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
-	"strings"
-	"syscall"
 	"time"
+
+	"github.com/seismo-agent/seismo/internal/rusage"
 )
 
 // An agent that scrapes and evaluates every few seconds is idle most of the
@@ -73,24 +73,10 @@ func (p *procsPolicy) observe(used float64) bool {
 	return p.one
 }
 
-// gomaxprocsSet reports whether environ pins GOMAXPROCS (then the agent
-// leaves it alone).
-func gomaxprocsSet(environ []string) bool {
-	for _, kv := range environ {
-		if strings.HasPrefix(kv, "GOMAXPROCS=") {
-			return true
-		}
-	}
-	return false
-}
-
 // processCPU returns the CPU time (user and system) the process has used.
 func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	cpu, _ := rusage.Self()
+	return cpu
 }
 
 // procsFollower applies a procsPolicy from the process's CPU time (cpu),
@@ -101,7 +87,6 @@ type procsFollower struct {
 	logger *slog.Logger
 	last   time.Duration
 	lastAt time.Time
-	one    bool
 }
 
 func newProcsFollower(p *procsPolicy, cpu func() time.Duration, logger *slog.Logger) *procsFollower {
@@ -116,22 +101,22 @@ func (f *procsFollower) step() {
 	}
 	used := float64(c-f.last) / float64(now.Sub(f.lastAt))
 	f.last, f.lastAt = c, now
-	switch want := f.p.observe(used); {
-	case want && !f.one:
+	was := f.p.one
+	switch one := f.p.observe(used); {
+	case one && !was:
 		runtime.GOMAXPROCS(1)
 		f.logger.Debug("running on one P: the agent is mostly idle", "cores_used", used)
-	case !want && f.one:
+	case !one && was:
 		runtime.SetDefaultGOMAXPROCS()
 		f.logger.Debug("running on the default Ps", "gomaxprocs", runtime.GOMAXPROCS(0), "cores_used", used)
 	}
-	f.one = f.p.one
 }
 
 // stop gives back the default Ps.
 func (f *procsFollower) stop() {
-	if f.one {
+	if f.p.one {
 		runtime.SetDefaultGOMAXPROCS()
-		f.one = false
+		f.p.one = false
 	}
 }
 

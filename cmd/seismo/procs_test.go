@@ -47,9 +47,9 @@ func TestProcsPolicy(t *testing.T) {
 	})
 }
 
-func TestGomaxprocsSet(t *testing.T) {
-	require.True(t, gomaxprocsSet([]string{"HOME=/root", "GOMAXPROCS=4"}))
-	require.False(t, gomaxprocsSet([]string{"HOME=/root", "GOGC=50", "XGOMAXPROCS=1"}))
+func TestEnvSet(t *testing.T) {
+	require.True(t, envSet([]string{"HOME=/root", "GOMAXPROCS=4"}, "GOMAXPROCS"))
+	require.False(t, envSet([]string{"HOME=/root", "GOGC=50", "XGOMAXPROCS=1"}, "GOMAXPROCS"))
 }
 
 // TestFollowLoad runs the controller on the process's real CPU time: idle,

@@ -99,7 +99,7 @@ func runAgent(ctx context.Context, cli *cliEnv, f *runFlags) error {
 	if tuneGC {
 		steps = append(steps, (&headroom{cur: agentGCPercent, live: liveHeap}).step)
 	}
-	if !gomaxprocsSet(cli.environ) && runtime.GOMAXPROCS(0) > 1 {
+	if !envSet(cli.environ, "GOMAXPROCS") && runtime.GOMAXPROCS(0) > 1 {
 		f := newProcsFollower(newProcsPolicy(tuneTick, procsQuiet, procsWiden, procsNarrow), processCPU, logger)
 		steps, untune = append(steps, f.step), f.stop
 	}
