@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/coreos/go-systemd/v22/daemon"
-	"golang.org/x/sys/unix"
 )
 
 // sdNotify sends state to systemd. Without NOTIFY_SOCKET (not started by
@@ -21,14 +20,4 @@ func sdWatchdog() time.Duration {
 		return 0
 	}
 	return d
-}
-
-// monotonicUsec is CLOCK_MONOTONIC in microseconds, which systemd wants with
-// RELOADING=1.
-func monotonicUsec() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return ts.Nano() / 1000
 }
