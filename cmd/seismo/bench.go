@@ -47,6 +47,9 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 	if err != nil {
 		return err
 	}
+	for _, w := range corpus.Warnings {
+		fmt.Fprintf(stderr, "labels: %s\n", w)
+	}
 	cfg, err := nab.KindConfig(o.detector)
 	if err != nil {
 		return err
@@ -82,8 +85,12 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 	report := nab.Evaluate(corpus, scores, threshold)
 	wall := time.Since(wallStart)
 
-	fmt.Fprintf(stdout, "NAB: detector %q over %d files, %d rows (%d missing values), %d windows\n\n",
+	fmt.Fprintf(stdout, "NAB: detector %q over %d files, %d rows (%d missing values), %d windows",
 		o.detector, len(corpus.Files), report.Rows, corpus.Missing(), corpus.Windows())
+	if n := len(corpus.Warnings); n > 0 {
+		fmt.Fprintf(stdout, " (%d label repairs, listed on stderr)", n)
+	}
+	fmt.Fprint(stdout, "\n\n")
 	fmt.Fprintf(stdout, "%-20s %7s  %-10s %4s %4s %5s\n", "profile", "score", "threshold", "TP", "FN", "FP")
 	for _, r := range report.Optimized {
 		fmt.Fprintf(stdout, "%-20s %7.2f  %-10.6g %4d %4d %5d\n", r.Profile.Name, r.Normalized, r.Threshold, r.TP, r.FN, r.FP)

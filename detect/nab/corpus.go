@@ -21,9 +21,34 @@ import (
 	"time"
 )
 
-// timeLayout is the layout of data timestamps; window bounds add
+// timeLayout is the layout of NAB's data timestamps; window bounds add
 // ".ffffff", which time.Parse accepts with this layout as well.
 const timeLayout = "2006-01-02 15:04:05"
+
+// parseTime reads a timestamp of a data row or a window bound: NAB's
+// layout (UTC, optional fraction of a second), the same with a "T"
+// (RFC 3339, with or without a zone), or a Unix time in seconds or, from
+// 10^11 on (year 5138 in seconds), in milliseconds. Exports of other
+// monitoring systems come in the last three forms; all name one instant.
+func parseTime(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if t, err := time.Parse(timeLayout, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse("2006-01-02T15:04:05", s); err == nil {
+		return t, nil
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+		if n >= 1e11 {
+			return time.UnixMilli(n).UTC(), nil
+		}
+		return time.Unix(n, 0).UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a timestamp (want %q, RFC 3339 or Unix seconds or milliseconds)", s, timeLayout)
+}
 
 // Window is one labelled anomaly window as a range of row indices (both
 // ends inclusive) in its file.
@@ -68,6 +93,9 @@ func (f *File) Category() string { return filepath.Dir(f.Name) }
 // Corpus is the whole benchmark: every data file with its windows.
 type Corpus struct {
 	Files []*File
+	// Warnings name each label that Load had to repair (see
+	// File.SetWindows), "file: what".
+	Warnings []string
 }
 
 // Rows is the total number of data rows in the corpus.
@@ -133,8 +161,12 @@ func Load(dir string) (*Corpus, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %q: %w", p, err)
 		}
-		if err := f.SetWindows(windows[name]); err != nil {
-			return nil, fmt.Errorf("labels for %q: %w", name, err)
+		warnings, err := f.SetWindows(windows[name])
+		if err != nil {
+			return nil, fmt.Errorf("labels for %q in %q: %w", name, labelsPath, err)
+		}
+		for _, w := range warnings {
+			c.Warnings = append(c.Warnings, name+": "+w)
 		}
 		c.Files = append(c.Files, f)
 	}
@@ -142,16 +174,16 @@ func Load(dir string) (*Corpus, error) {
 }
 
 // ReadFile parses one data file (header "timestamp,value"; CRLF and a missing
-// final newline are fine). Rows are kept in order, duplicates included.
+// final newline are fine; further columns, such as a label column, are
+// ignored). Rows are kept in order, duplicates included.
 func ReadFile(name string, r io.Reader) (*File, error) {
 	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = 2
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("header: %w", err)
 	}
-	if strings.TrimSpace(header[0]) != "timestamp" || strings.TrimSpace(header[1]) != "value" {
+	if len(header) < 2 || strings.TrimSpace(strings.TrimPrefix(header[0], "\ufeff")) != "timestamp" || strings.TrimSpace(header[1]) != "value" {
 		return nil, fmt.Errorf("header is %q, want \"timestamp,value\"", strings.Join(header, ","))
 	}
 	f := &File{Name: name}
@@ -164,7 +196,7 @@ func ReadFile(name string, r io.Reader) (*File, error) {
 			return nil, err
 		}
 		line, _ := cr.FieldPos(0)
-		t, err := time.Parse(timeLayout, rec[0])
+		t, err := parseTime(rec[0])
 		if err != nil {
 			return nil, fmt.Errorf("line %d: timestamp: %w", line, err)
 		}
@@ -194,17 +226,27 @@ func parseValue(s string) (float64, error) {
 }
 
 // SetWindows converts timestamp windows ([start, end], both inclusive) to
-// row windows: the rows whose timestamps fall inside the bounds.
-func (f *File) SetWindows(bounds [][2]string) error {
+// row windows: the rows whose timestamps fall inside the bounds. Labels
+// of real incidents are not always tidy, and one bad window must not stop
+// a benchmark, so it repairs what it can and says so in the warnings it
+// returns: a window that covers no row (it lies in a gap of the data, or
+// outside it) is dropped, since no detection can be made in it; windows
+// out of order are sorted; windows that overlap are merged into
+// one, as NAB's labeller merges them. Only a bound that is not a
+// timestamp, or ends before it starts, is an error.
+func (f *File) SetWindows(bounds [][2]string) (warnings []string, err error) {
 	f.Windows = f.Windows[:0]
 	for i, b := range bounds {
-		start, err := time.Parse(timeLayout, b[0])
+		start, err := parseTime(b[0])
 		if err != nil {
-			return fmt.Errorf("window %d start: %w", i, err)
+			return nil, fmt.Errorf("window %d start: %w", i, err)
 		}
-		end, err := time.Parse(timeLayout, b[1])
+		end, err := parseTime(b[1])
 		if err != nil {
-			return fmt.Errorf("window %d end: %w", i, err)
+			return nil, fmt.Errorf("window %d end: %w", i, err)
+		}
+		if end.Before(start) {
+			return nil, fmt.Errorf("window %d [%s, %s] ends before it starts", i, b[0], b[1])
 		}
 		lo, hi := start.UnixMilli(), end.UnixMilli()
 		w := Window{First: -1, Last: -1}
@@ -218,12 +260,25 @@ func (f *File) SetWindows(bounds [][2]string) error {
 			w.Last = r
 		}
 		if w.First < 0 {
-			return fmt.Errorf("window %d [%s, %s] covers no row", i, b[0], b[1])
-		}
-		if n := len(f.Windows); n > 0 && w.First <= f.Windows[n-1].Last {
-			return fmt.Errorf("window %d overlaps or precedes window %d", i, n-1)
+			warnings = append(warnings, fmt.Sprintf("window %d [%s, %s] covers no row; dropped", i, b[0], b[1]))
+			continue
 		}
 		f.Windows = append(f.Windows, w)
 	}
-	return nil
+	if !sort.SliceIsSorted(f.Windows, func(i, j int) bool { return f.Windows[i].First < f.Windows[j].First }) {
+		warnings = append(warnings, "windows out of order; sorted")
+		sort.SliceStable(f.Windows, func(i, j int) bool { return f.Windows[i].First < f.Windows[j].First })
+	}
+	merged := f.Windows[:0]
+	for _, w := range f.Windows {
+		if n := len(merged); n > 0 && w.First <= merged[n-1].Last {
+			warnings = append(warnings, fmt.Sprintf("window at rows %d-%d overlaps the one at rows %d-%d; merged",
+				w.First, w.Last, merged[n-1].First, merged[n-1].Last))
+			merged[n-1].Last = max(merged[n-1].Last, w.Last)
+			continue
+		}
+		merged = append(merged, w)
+	}
+	f.Windows = merged
+	return warnings, nil
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -24,7 +25,8 @@ func TestReadFile(t *testing.T) {
 		{"bad header", "time,value\n", 0, "header", 0},
 		{"bad value", "timestamp,value\n2014-01-01 00:00:00,x\n", 0, "line 2: value", 0},
 		{"empty and NaN values are missing samples", "timestamp,value\n2014-01-01 00:00:00,\n2014-01-01 00:05:00,NaN\n2014-01-01 00:10:00, \n2014-01-01 00:15:00,3\n", 4, "", 3},
-		{"bad timestamp", "timestamp,value\n2014-01-01T00:00:00,1\n", 0, "line 2: timestamp", 0},
+		{"bad timestamp", "timestamp,value\n2014-01-01 00:00:00,1\nyesterday,1\n", 0, "line 3: timestamp", 0},
+		{"a byte-order mark and a label column", "\ufefftimestamp,value,label\n2014-01-01 00:00:00,1,0\n2014-01-01 00:05:00,2,1\n", 2, "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,6 +46,22 @@ func TestReadFile(t *testing.T) {
 	}
 }
 
+func TestParseTime(t *testing.T) {
+	want := time.Date(2014, 1, 1, 0, 5, 0, 0, time.UTC)
+	for _, in := range []string{
+		"2014-01-01 00:05:00", "2014-01-01 00:05:00.000000", "2014-01-01T00:05:00",
+		"2014-01-01T00:05:00Z", "2014-01-01T01:05:00+01:00", "1388534700", "1388534700000", " 1388534700 ",
+	} {
+		got, err := parseTime(in)
+		require.NoError(t, err, in)
+		require.True(t, want.Equal(got), "%q read as %v", in, got)
+	}
+	for _, in := range []string{"", "yesterday", "2014-01-01", "-5", "1388534700.5"} {
+		_, err := parseTime(in)
+		require.ErrorContains(t, err, "is not a timestamp", in)
+	}
+}
+
 func TestSetWindows(t *testing.T) {
 	in := "timestamp,value\n" +
 		"2014-01-01 00:00:00,1\n2014-01-01 00:05:00,1\n2014-01-01 00:05:00,1\n" +
@@ -51,14 +69,36 @@ func TestSetWindows(t *testing.T) {
 	f, err := ReadFile("c/f.csv", strings.NewReader(in))
 	require.NoError(t, err)
 
-	require.NoError(t, f.SetWindows([][2]string{{"2014-01-01 00:05:00.000000", "2014-01-01 00:10:00.000000"}}))
+	warnings, err := f.SetWindows([][2]string{{"2014-01-01 00:05:00.000000", "2014-01-01 00:10:00.000000"}})
+	require.NoError(t, err)
+	require.Empty(t, warnings)
 	require.Equal(t, []Window{{First: 1, Last: 3}}, f.Windows, "both ends inclusive, duplicates included")
 
-	require.ErrorContains(t, f.SetWindows([][2]string{{"2015-01-01 00:00:00.000000", "2015-01-02 00:00:00.000000"}}), "covers no row")
-	require.ErrorContains(t, f.SetWindows([][2]string{
-		{"2014-01-01 00:05:00.000000", "2014-01-01 00:10:00.000000"},
-		{"2014-01-01 00:10:00.000000", "2014-01-01 00:15:00.000000"},
-	}), "overlaps")
+	// Untidy labels are repaired, each repair named.
+	warnings, err = f.SetWindows([][2]string{
+		{"2014-01-01 00:15:00", "2014-01-01 00:20:00"},
+		{"2015-01-01 00:00:00.000000", "2015-01-02 00:00:00.000000"}, // after the data
+		{"2014-01-01 00:05:00", "2014-01-01 00:10:00"},
+		{"2014-01-01T00:10:00Z", "2014-01-01 00:15:00"}, // overlaps both
+	})
+	require.NoError(t, err)
+	require.Equal(t, []Window{{First: 1, Last: 5}}, f.Windows)
+	require.Len(t, warnings, 4, "%q", warnings)
+	require.Contains(t, warnings[0], "window 1 [2015-01-01 00:00:00.000000, 2015-01-02 00:00:00.000000] covers no row; dropped")
+	require.Contains(t, warnings[1], "out of order; sorted")
+	require.Contains(t, warnings[2], "merged")
+
+	// Windows that only touch stay two, as NAB scores them.
+	_, err = f.SetWindows([][2]string{{"2014-01-01 00:00:00", "2014-01-01 00:05:00"}, {"2014-01-01 00:10:00", "2014-01-01 00:10:00"}})
+	require.NoError(t, err)
+	require.Equal(t, []Window{{First: 0, Last: 2}, {First: 3, Last: 3}}, f.Windows)
+
+	// A bound that is no timestamp, or a window that ends before it
+	// starts, is a mistake in the labels, not untidiness.
+	_, err = f.SetWindows([][2]string{{"soon", "2014-01-01 00:10:00"}})
+	require.ErrorContains(t, err, "window 0 start")
+	_, err = f.SetWindows([][2]string{{"2014-01-01 00:10:00", "2014-01-01 00:05:00"}})
+	require.ErrorContains(t, err, "ends before it starts")
 }
 
 func TestProbation(t *testing.T) {
