@@ -279,12 +279,12 @@ func TestSyntheticMeans(t *testing.T) {
 		for k := range sum {
 			all[k] += sum[k] / float64(len(families))
 		}
-		lines = append(lines, fmt.Sprintf("%-14s auto %6.1f / %6.1f   zscore %6.1f / %6.1f", f.name, sum[0], sum[1], sum[2], sum[3]))
+		lines = append(lines, fmt.Sprintf("%-18s auto %6.1f / %6.1f   zscore %6.1f / %6.1f", f.name, sum[0], sum[1], sum[2], sum[3]))
 	}
 	for _, l := range lines {
 		t.Log(l)
 	}
-	t.Logf("%-14s auto %6.1f / %6.1f   zscore %6.1f / %6.1f", "MEAN", all[0], all[1], all[2], all[3])
+	t.Logf("%-18s auto %6.1f / %6.1f   zscore %6.1f / %6.1f", "MEAN", all[0], all[1], all[2], all[3])
 	require.GreaterOrEqual(t, all[0], all[2], "auto's mean below zscore's, optimised")
 	require.GreaterOrEqual(t, all[1], all[3], "auto's mean below zscore's, fixed thresholds")
 }

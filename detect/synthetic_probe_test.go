@@ -1,0 +1,174 @@
+package detect_test
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// Probes: six families drawn after auto's defaults were fixed, and scored
+// before any change was made for them, as a check on data the detector
+// was not shaped on (docs/detectors.md, "Probes"): request rates that
+// grow, HTTP 503 counts that are almost always 0, latencies in whole
+// milliseconds, noise that grows without a change of level, hourly rates
+// over one to three weeks with a weekly rhythm, and a nightly batch job
+// whose spike is normal.
+func init() { families = append(families, probeFamilies...) }
+
+var probeFamilies = []family{
+	{
+		// Ingress rates that grow (or shrink) steadily by 50-200 % over the
+		// series, with a daily cycle; incidents are drops or spikes.
+		name:   "growth",
+		behind: "new records on the trend's daily peaks, beaten by a fraction of the noise, on the all-normal series (seed 1: 15 of auto's 22 false alarms at the optimised threshold); every record rule tried costs NAB more (docs/detectors.md, Probes)",
+		floor:  [2]float64{70, 61},
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{fiveMins, hour}[i%2]
+			n := []int{500, 1500, 3000}[i%3]
+			level := math.Pow(10, 1+3*rng.Float64())
+			g := []float64{0.5, 1, 2, -0.4}[i%4]
+			k := []int{1, 0, 2, 1, 0, 1}[i%6]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			for j := range n {
+				ts := t0 + int64(j)*step
+				x := level * (1 + g*float64(j)/float64(n)) * (1 + 0.3*daily(ts))
+				for m, o := range s.onsets {
+					if j >= o && j < o+3+m*6 {
+						x *= []float64{0.5, 1.8}[(i+m)%2]
+					}
+				}
+				x += 0.04 * x * rng.NormFloat64()
+				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, math.Round(x)))
+			}
+			return s
+		},
+	},
+	{
+		// HTTP 503 counts: nearly always 0, now and then a stray 1; an
+		// incident is a burst of several to tens for one to five steps.
+		name: "rare_counts",
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{fiveMins, hour, minute}[i%3]
+			n := []int{600, 2000, 5000, 1000}[i%4]
+			base := []float64{0.005, 0.02, 0.08}[i%3]
+			k := []int{1, 0, 2, 0}[i%4]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			for j := range n {
+				ts := t0 + int64(j)*step
+				lambda := base * (1 + 0.8*daily(ts))
+				for m, o := range s.onsets {
+					if j >= o && j < o+1+(i+m)%3*2 {
+						lambda += 3 + float64(rng.IntN(30))
+					}
+				}
+				v := poisson(rng, lambda)
+				if rng.IntN(300) == 0 {
+					v += 1
+				}
+				s.times, s.values = append(s.times, ts), append(s.values, v)
+			}
+			return s
+		},
+	},
+	{
+		// Latency in whole milliseconds, a few ms, so values repeat;
+		// incidents are 2-3x for 5-15 samples.
+		name: "quantised_latency",
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{minute, fiveMins}[i%2]
+			n := []int{1000, 3000, 6000}[i%3]
+			med := 2 + 4*rng.Float64()
+			k := []int{1, 2, 0, 1}[i%4]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			for j := range n {
+				ts := t0 + int64(j)*step
+				f := 1.0
+				for m, o := range s.onsets {
+					if j >= o && j < o+5+m*10 {
+						f = []float64{3, 2}[(i+m)%2]
+					}
+				}
+				x := med * f * math.Exp(0.2*rng.NormFloat64()+0.1*daily(ts))
+				s.times, s.values = append(s.times, ts), append(s.values, math.Round(x))
+			}
+			return s
+		},
+	},
+	{
+		// Noise that grows eightfold (a flapping dependency) for 20-30
+		// samples without a change of level.
+		name: "variance_change",
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{minute, fiveMins}[i%2]
+			n := []int{1500, 3000, 800}[i%3]
+			level := math.Pow(10, 1+3*rng.Float64())
+			k := []int{1, 0, 1, 2}[i%4]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			for j := range n {
+				ts := t0 + int64(j)*step
+				sd := 0.03
+				for m, o := range s.onsets {
+					if j >= o && j < o+20+m*10 {
+						sd = 0.25
+					}
+				}
+				x := level * (1 + 0.2*daily(ts)) * (1 + sd*rng.NormFloat64())
+				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
+			}
+			return s
+		},
+	},
+	{
+		// Hourly rates over one to three weeks with a daily and a weekly
+		// rhythm (weekends at 60-90 %); incidents are drops and surges.
+		name:   "hourly_short",
+		behind: "the first weekend is new to a detector without a weekly baseline: on seed 1 auto alerts on it in 9 of 12 series (67 false alarms at its optimised threshold, 0.26); ahead over seeds 1-6 and 7-12",
+		floor:  [2]float64{35, 25},
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			n := []int{168, 336, 504}[i%3]
+			level := math.Pow(10, 1+3*rng.Float64())
+			wk := 0.6 + 0.3*rng.Float64()
+			k := []int{1, 0, 1, 2}[i%4]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			for j := range n {
+				ts := t0 + int64(j)*hour
+				x := level * (1 + 0.5*daily(ts)) * weekly(ts, wk)
+				for m, o := range s.onsets {
+					if j >= o && j < o+2+m*3 {
+						x *= []float64{0.3, 2}[(i+m)%2]
+					}
+				}
+				x += 0.05 * x * rng.NormFloat64()
+				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, math.Round(x)))
+			}
+			return s
+		},
+	},
+	{
+		// A nightly batch job: three times the rate for the first ten to
+		// thirty minutes of every day is normal; incidents are surges and
+		// drops at other times.
+		name: "cron_spikes",
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{fiveMins, 15 * minute}[i%2]
+			n := []int{2000, 4000, 1000}[i%3]
+			level := math.Pow(10, 1+3*rng.Float64())
+			k := []int{1, 2, 0, 1}[i%4]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			for j := range n {
+				ts := t0 + int64(j)*step
+				x := level * (1 + 0.2*daily(ts))
+				if ts%day < step*2 { // the job at midnight
+					x *= 3
+				}
+				for m, o := range s.onsets {
+					if j >= o && j < o+2+m*6 {
+						x *= []float64{2.5, 0.4}[(i+m)%2]
+					}
+				}
+				x += 0.05 * x * rng.NormFloat64()
+				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
+			}
+			return s
+		},
+	},
+}
