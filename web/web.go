@@ -480,6 +480,17 @@ type pool struct {
 	pace   *rate.Limiter // nil: not paced
 	queued atomic.Int64  // requests waiting for a slot or their turn
 
+	// perClient bounds the requests one client (remote address) may have
+	// waiting: a quarter of the queue, so that one client's flood cannot
+	// fill the queue and leave everyone else 503s, and only a flood from
+	// four addresses at once can. Its further requests are shed (see
+	// overShare).
+	perClient  int
+	waitingMu  sync.Mutex
+	waiting    map[string]int // waiting requests by client; no zero entries
+	held       atomic.Int64   // requests over their client's share, held before their 503
+	clientFull *metrics.Counter
+
 	rejected     *metrics.Counter
 	queueFull    *metrics.Counter
 	queueTimeout *metrics.Counter
@@ -499,6 +510,9 @@ func newPool(name string, lim PoolLimits, set *metrics.Set) *pool {
 		queueFull:    set.NewCounter(fmt.Sprintf(`seismo_http_requests_rejected_by_reason_total{pool=%q,reason="queue_full"}`, name)),
 		queueTimeout: set.NewCounter(fmt.Sprintf(`seismo_http_requests_rejected_by_reason_total{pool=%q,reason="queue_timeout"}`, name)),
 		queueWait:    set.NewPrometheusHistogram(fmt.Sprintf(`seismo_http_request_queue_wait_seconds{pool=%q}`, name)),
+		perClient:    max(1, lim.MaxQueuedRequests/4),
+		waiting:      make(map[string]int),
+		clientFull:   set.NewCounter(fmt.Sprintf(`seismo_http_requests_rejected_by_reason_total{pool=%q,reason="client_queue_full"}`, name)),
 	}
 	if lim.MaxRequestsPerSecond > 0 {
 		p.pace = rate.NewLimiter(rate.Limit(lim.MaxRequestsPerSecond), max(1, int(lim.MaxRequestsPerSecond)))
@@ -545,6 +559,14 @@ func (p *pool) limit(h http.Handler) http.Handler {
 			p.shed(w, "too many concurrent requests, and the queue is full")
 			return
 		}
+		client := clientOf(r)
+		if !p.enter(client) {
+			p.queued.Add(-1)
+			giveBack()
+			p.overShare(w, r, client)
+			return
+		}
+		dequeue := func() { p.queued.Add(-1); p.leave(client) }
 		start := time.Now()
 		t := time.NewTimer(p.lim.QueueTimeout)
 		defer t.Stop()
@@ -556,19 +578,19 @@ func (p *pool) limit(h http.Handler) http.Handler {
 				turnCame, slot = nil, p.slots
 				continue
 			case slot <- struct{}{}:
-				p.queued.Add(-1)
+				dequeue()
 				p.queueWait.UpdateDuration(start)
 				defer func() { <-p.slots }()
 				h.ServeHTTP(w, r)
 			case <-t.C:
-				p.queued.Add(-1)
+				dequeue()
 				if slot == nil {
 					giveBack()
 				}
 				p.queueTimeout.Inc()
 				p.shed(w, fmt.Sprintf("too many concurrent requests: no slot freed within %s", p.lim.QueueTimeout))
 			case <-r.Context().Done():
-				p.queued.Add(-1)
+				dequeue()
 				if slot == nil {
 					giveBack()
 				}
@@ -577,6 +599,62 @@ func (p *pool) limit(h http.Handler) http.Handler {
 			return
 		}
 	})
+}
+
+// overShare sheds a request of a client that already has its share of
+// the queue waiting. The 503 comes after a second (or the queue timeout,
+// if shorter), for which the request is held, blocked: a client that
+// retries at once is then paced as the queue paces it, instead of
+// spinning on instant 503s that cost more CPU than the requests it
+// floods with. Held requests are bounded like the queue; past that bound
+// the 503 comes at once.
+func (p *pool) overShare(w http.ResponseWriter, r *http.Request, client string) {
+	p.clientFull.Inc()
+	msg := fmt.Sprintf("too many requests from %s are already waiting (%d)", client, p.perClient)
+	if p.held.Add(1) <= int64(p.lim.MaxQueuedRequests) {
+		t := time.NewTimer(min(p.lim.QueueTimeout, time.Second))
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+		}
+		t.Stop()
+	}
+	p.held.Add(-1)
+	p.shed(w, msg)
+}
+
+// clientOf is the client a request is counted against: the host of its
+// remote address. Behind a reverse proxy every request comes from the
+// proxy, and the proxy's share is the whole queue's quarter; forwarded
+// headers are not trusted, since any client can write them.
+func clientOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// enter counts a waiting request of client, unless the client already has
+// its share of the queue waiting.
+func (p *pool) enter(client string) bool {
+	p.waitingMu.Lock()
+	defer p.waitingMu.Unlock()
+	if p.waiting[client] >= p.perClient {
+		return false
+	}
+	p.waiting[client]++
+	return true
+}
+
+// leave counts a waiting request of client out (served, timed out or
+// gone): the map holds only clients with requests waiting.
+func (p *pool) leave(client string) {
+	p.waitingMu.Lock()
+	defer p.waitingMu.Unlock()
+	if p.waiting[client]--; p.waiting[client] <= 0 {
+		delete(p.waiting, client)
+	}
 }
 
 // shed answers 503 with Retry-After.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -280,6 +281,72 @@ func TestPacedClientLeaves(t *testing.T) {
 	cancel()
 	require.Equal(t, -1, <-gone)
 	waitQueued(t, s.console, 0)
+}
+
+// clientFrom returns an HTTP client whose connections come from the
+// loopback address ip (all of 127.0.0.0/8 is loopback on Linux), so that
+// a test can be several clients to the server.
+func clientFrom(t *testing.T, ip string) *http.Client {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	tr := &http.Transport{DialContext: d.DialContext}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr}
+}
+
+// TestQueueSharePerClient: one client can fill only its share (a quarter)
+// of a pool's queue; its further requests are shed (after being held for
+// a second, which paces a client that retries at once), while another
+// client still finds a place in the queue and is served once a slot
+// frees.
+func TestQueueSharePerClient(t *testing.T) {
+	set := metrics.NewSet()
+	s, base := start(t, Options{MaxConcurrentRequests: 1, MaxQueuedRequests: 8, QueueTimeout: time.Hour, Set: set})
+	entered, release := holdSlot(t, s)
+	flooder, operator := clientFrom(t, "127.0.0.2"), clientFrom(t, "127.0.0.3")
+	do := func(c *http.Client) <-chan int {
+		res := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequestWithContext(t.Context(), "GET", base+"/api/v1/slow", nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				res <- -1
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			res <- resp.StatusCode
+		}()
+		return res
+	}
+
+	held := do(flooder)
+	<-entered // the only slot is the flooder's
+	var waiting []<-chan int
+	for i := range 2 {
+		waiting = append(waiting, do(flooder))
+		waitQueued(t, s.api, int64(i+1))
+	}
+	select {
+	case code := <-do(flooder):
+		require.Equal(t, http.StatusServiceUnavailable, code, "the flooder's share (8/4) is full, the queue is not")
+	case <-time.After(time.Minute):
+		t.Fatal("the flooder's third waiting request was queued, not shed")
+	}
+	require.Equal(t, uint64(1), set.GetOrCreateCounter(`seismo_http_requests_rejected_by_reason_total{pool="api",reason="client_queue_full"}`).Get())
+	require.Equal(t, int64(2), s.api.queued.Load())
+
+	served := do(operator)
+	waitQueued(t, s.api, 3) // the other client queues
+	release()
+	require.Equal(t, 200, <-held)
+	for _, w := range waiting {
+		require.Equal(t, 200, <-w)
+	}
+	require.Equal(t, 200, <-served)
+	require.Empty(t, s.api.waiting, "no client is counted once nothing waits")
+	require.Equal(t, int64(0), s.api.held.Load())
+	require.Equal(t, uint64(0), set.GetOrCreateCounter(`seismo_http_requests_rejected_by_reason_total{pool="api",reason="queue_full"}`).Get())
 }
 
 // TestQueueTimeout shows that a request that waited QueueTimeout for a
