@@ -217,7 +217,9 @@ func (c *AutoConfig) fields() []configField {
 //  5. after an alert, keeps State anomalous and starts no new alert until
 //     the series has been calm (score below half the threshold) for Calm
 //     samples, or at most Quiet samples, so that one incident yields one
-//     alert and a rule's `for:` sees the incident last.
+//     alert and a rule's `for:` sees the incident last; below the
+//     threshold, reports a score only when it is the excursion's highest
+//     so far, so that a lower threshold sees one incident once too.
 //
 // It costs O(1) work and a fixed ~1 KiB per series (mostly the 24
 // time-of-day baselines).
@@ -246,6 +248,11 @@ type Auto struct {
 	// must be beaten by as much as the level has since moved towards it,
 	// so that a drifting level does not make records cheap.
 	locHi, locLo float64
+	// The peak of the scores below the threshold since the series was
+	// last calm, and the samples since it last scored half of it (see
+	// belowThreshold).
+	runPeak float64
+	runCalm int
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -417,6 +424,11 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if score >= c.Threshold {
 			state = StateAnomalous
 			a.quiet, a.calm = c.Quiet, 0
+			a.runPeak, a.runCalm = 0, 0
+		} else if score > 0 {
+			score = a.belowThreshold(score)
+		} else if a.runPeak > 0 {
+			a.belowThreshold(0)
 		}
 	}
 	dir, lower, upper := direction(x, loc), loc-3*scale, loc+3*scale
@@ -424,6 +436,30 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State = score, loc, lower, upper, dir, state
 	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State = score, loc, lower, upper, dir, state
 	return v
+}
+
+// belowThreshold returns the score to report for a sample scoring below
+// the threshold: the score if it is the highest since the series was
+// last calm, else 0. Above the threshold an episode gives one alert per
+// incident; this gives the same below it, so that a stricter or looser
+// threshold than the detector's own (a rule's, or one optimised on a
+// user's data by `seismo bench nab`) sees a rising excursion at its first
+// crossing and not again on every sample that follows. The excursion
+// ends once the score has stayed below half its peak for Calm samples.
+func (a *Auto) belowThreshold(score float64) float64 {
+	out := 0.0
+	if score > a.runPeak {
+		a.runPeak, out = score, score
+	}
+	if score < a.runPeak/2 {
+		a.runCalm++
+	} else {
+		a.runCalm = 0
+	}
+	if a.runCalm >= max(a.cfg.Calm, 1) {
+		a.runPeak, a.runCalm = 0, 0
+	}
+	return out
 }
 
 // scoreOf is the sample's score: the largest of the likelihood's (from the
@@ -556,6 +592,8 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.u64(a.crossings)
 	w.bool(a.out)
 	w.bool(a.fraction)
+	w.f64(a.runPeak)
+	w.i64(int64(a.runCalm))
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -588,6 +626,8 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.crossings = r.u64()
 	a.out = r.bool()
 	a.fraction = r.bool()
+	a.runPeak = r.f64()
+	a.runCalm = int(r.i64())
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)

@@ -11,7 +11,9 @@ import (
 // grow, HTTP 503 counts that are almost always 0, latencies in whole
 // milliseconds, noise that grows without a change of level, hourly rates
 // over one to three weeks with a weekly rhythm, and a nightly batch job
-// whose spike is normal.
+// whose spike is normal. Three more (many incidents per series) were
+// drawn after those six and scored before the change that reports a
+// score below the threshold only at an excursion's peak.
 func init() { families = append(families, probeFamilies...) }
 
 var probeFamilies = []family{
@@ -121,8 +123,8 @@ var probeFamilies = []family{
 		// Hourly rates over one to three weeks with a daily and a weekly
 		// rhythm (weekends at 60-90 %); incidents are drops and surges.
 		name:   "hourly_short",
-		behind: "the first weekend is new to a detector without a weekly baseline: on seed 1 auto alerts on it in 9 of 12 series (67 false alarms at its optimised threshold, 0.26); ahead over seeds 1-6 and 7-12",
-		floor:  [2]float64{35, 25},
+		behind: "the first weekend is new to a detector without a weekly baseline: on seed 1 auto alerts on it in 9 of 12 series (24 of its 32 false alarms at its optimised threshold, 0.26); ahead over seeds 1-6, 7-12 and 13-18",
+		floor:  [2]float64{51, 25},
 		gen: func(rng *rand.Rand, i int) synthSeries {
 			n := []int{168, 336, 504}[i%3]
 			level := math.Pow(10, 1+3*rng.Float64())
@@ -167,6 +169,93 @@ var probeFamilies = []family{
 				}
 				x += 0.05 * x * rng.NormFloat64()
 				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
+			}
+			return s
+		},
+	},
+	// Three more, drawn after the six above: many incidents per series,
+	// as in sets labelled point by point.
+	{
+		// Many labelled point anomalies per series (spikes and dips of one
+		// to three samples), as in sets labelled point by point.
+		name: "many_points",
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{fiveMins, hour, minute}[i%3]
+			n := []int{1000, 1500, 3000, 700}[i%4]
+			level := math.Pow(10, 1+3*rng.Float64())
+			k := []int{4, 6, 8, 0, 5, 3}[i%6]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			for j := range n {
+				ts := t0 + int64(j)*step
+				x := level * (1 + 0.3*daily(ts))
+				for m, o := range s.onsets {
+					if j >= o && j < o+1+(i+m)%3 {
+						x *= []float64{1.6, 0.5, 2.2, 0.7}[(i+m)%4]
+					}
+				}
+				x += 0.05 * level * rng.NormFloat64()
+				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
+			}
+			return s
+		},
+	},
+	{
+		// The same with a heavier-tailed noise (t-like): some benign
+		// excursions.
+		name:   "many_points_heavy",
+		behind: "level when optimised (seed 1: 71.6 against 72.2; ahead at the own thresholds, 49.7 against 39.4): auto finds more windows (44 against 42) but its optimised threshold is low (0.21), where the heavier noise's sub-threshold excursions cost 73 false alarms against 34",
+		floor:  [2]float64{68, 46},
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{fiveMins, hour, minute}[i%3]
+			n := []int{1000, 1500, 3000, 700}[i%4]
+			level := math.Pow(10, 1+3*rng.Float64())
+			k := []int{4, 6, 8, 0, 5, 3}[i%6]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			for j := range n {
+				ts := t0 + int64(j)*step
+				x := level * (1 + 0.3*daily(ts))
+				for m, o := range s.onsets {
+					if j >= o && j < o+1+(i+m)%3 {
+						x *= []float64{1.6, 0.5, 2.2, 0.7}[(i+m)%4]
+					}
+				}
+				e := rng.NormFloat64()
+				if rng.IntN(50) == 0 {
+					e *= 3
+				}
+				x += 0.05 * level * e
+				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
+			}
+			return s
+		},
+	},
+	{
+		// Many short level incidents (an outage of a few to twenty samples)
+		// in sparse counts.
+		name:   "many_bursts_counts",
+		behind: "bursts that recur every 60-130 samples, up to 18 long (a fifth of the rows in some series), become usual to auto: its likelihood learns them and the spike path mutes after the second; zscore forgets them within its half-life (seed 1, fixed threshold: auto finds 19 of 45, zscore 31)",
+		floor:  [2]float64{64, 34},
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			step := []int64{fiveMins, hour}[i%2]
+			n := []int{1000, 2000, 600}[i%3]
+			base := []float64{0.2, 1, 5, 20}[i%4]
+			k := []int{5, 3, 0, 7}[i%4]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			for j := range n {
+				ts := t0 + int64(j)*step
+				lambda := base * (1 + 0.5*daily(ts))
+				for _, o := range s.onsets {
+					if j >= o && j < o+3+i%4*5 {
+						lambda = lambda*3 + 3
+					}
+				}
+				var v float64
+				if lambda < 30 {
+					v = poisson(rng, lambda)
+				} else {
+					v = math.Round(lambda + math.Sqrt(lambda)*rng.NormFloat64())
+				}
+				s.times, s.values = append(s.times, ts), append(s.values, v)
 			}
 			return s
 		},
