@@ -110,11 +110,12 @@ func TestBenchNAB(t *testing.T) {
 
 // TestBenchNABUntidyLabels runs the benchmark over labels as real
 // exports have them (a window in a gap of the data, windows overlapping
-// and out of order, RFC 3339 timestamps): it scores what can be scored,
+// and out of order, RFC 3339 timestamps, a byte-order mark before the
+// JSON): it scores what can be scored,
 // names every repair on stderr and counts them in the report.
 func TestBenchNABUntidyLabels(t *testing.T) {
 	data := writeNABCorpus(t)
-	labels := `{"cat/series.csv": [
+	labels := "\ufeff" + `{"cat/series.csv": [
 		["2015-01-01T08:20:00Z", "2015-01-01T08:40:00Z"],
 		["2015-01-01 08:10:00", "2015-01-01 08:30:00"],
 		["2016-01-01 00:00:00", "2016-01-01 01:00:00"]]}`

@@ -7,6 +7,7 @@
 package nab
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -140,6 +141,7 @@ func Load(dir string) (*Corpus, error) {
 		return nil, fmt.Errorf("read labels: %w", err)
 	}
 	var windows map[string][][2]string
+	raw = bytes.TrimPrefix(raw, []byte("\ufeff")) // a byte-order mark, as some editors write
 	if err := json.Unmarshal(raw, &windows); err != nil {
 		return nil, fmt.Errorf("parse %q: %w", labelsPath, err)
 	}
