@@ -81,6 +81,11 @@ func holdSlot(t *testing.T, s *Server) (entered <-chan struct{}, release func())
 // getAsync requests url in the background and sends its status code (-1
 // on a client error) on the returned channel.
 func getAsync(ctx context.Context, url string) <-chan int {
+	return getAsyncFrom(ctx, http.DefaultClient, url)
+}
+
+// getAsyncFrom is getAsync with the given client.
+func getAsyncFrom(ctx context.Context, c *http.Client, url string) <-chan int {
 	res := make(chan int, 1)
 	go func() {
 		req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
@@ -88,7 +93,7 @@ func getAsync(ctx context.Context, url string) <-chan int {
 			res <- -1
 			return
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := c.Do(req)
 		if err != nil {
 			res <- -1
 			return
@@ -304,21 +309,7 @@ func TestQueueSharePerClient(t *testing.T) {
 	s, base := start(t, Options{MaxConcurrentRequests: 1, MaxQueuedRequests: 8, QueueTimeout: time.Hour, Set: set})
 	entered, release := holdSlot(t, s)
 	flooder, operator := clientFrom(t, "127.0.0.2"), clientFrom(t, "127.0.0.3")
-	do := func(c *http.Client) <-chan int {
-		res := make(chan int, 1)
-		go func() {
-			req, _ := http.NewRequestWithContext(t.Context(), "GET", base+"/api/v1/slow", nil)
-			resp, err := c.Do(req)
-			if err != nil {
-				res <- -1
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			res <- resp.StatusCode
-		}()
-		return res
-	}
+	do := func(c *http.Client) <-chan int { return getAsyncFrom(t.Context(), c, base+"/api/v1/slow") }
 
 	held := do(flooder)
 	<-entered // the only slot is the flooder's
