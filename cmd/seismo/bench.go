@@ -23,6 +23,7 @@ func registerBench(app *kingpin.Application, cli *cliEnv) {
 	cmd.Flag("detector", "Detector type to run, as rule files name it.").Default("auto").StringVar(&o.detector)
 	cmd.Flag("threshold", "Alert threshold for the fixed-threshold score (default: the detector's own).").Float64Var(&o.threshold)
 	cmd.Flag("report", "Also print standard scores per category, at the optimised and the fixed threshold.").BoolVar(&o.report)
+	cmd.Flag("files", "Also print, per file, its score at the alert threshold (the detector's own, or --threshold), the windows it missed and when its false alarms came.").BoolVar(&o.files)
 	cmd.Flag("cross-validate", "Also print cross-validated scores: the threshold tuned on all categories but one (or on half of them) and scored on the held-out ones.").BoolVar(&o.crossValidate)
 	cmd.Action(cli.action(func(ctx context.Context) error {
 		o.progress = isTerminal(cli.stderr)
@@ -35,6 +36,7 @@ type benchNABOptions struct {
 	threshold           float64 // 0: the detector's default
 	progress            bool
 	report              bool
+	files               bool
 	crossValidate       bool
 }
 
@@ -101,6 +103,9 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 	if o.report {
 		printCategories(stdout, nab.ByCategory(corpus, scores, report.Optimized[0].Threshold, threshold))
 	}
+	if o.files {
+		printFiles(stdout, corpus, scores, threshold)
+	}
 	if o.crossValidate {
 		cands := []nab.Candidate{{Name: o.detector, Scores: scores}}
 		printFolds(stdout, "leave one category out", nab.CrossValidate(corpus, cands, corpus.LeaveOneOut(), nab.Standard))
@@ -137,6 +142,63 @@ func printCategories(w io.Writer, cats []nab.CategoryScore) {
 			categoryScore(f, c.Windows), f.TP, f.FN, f.FP)
 	}
 	fmt.Fprintln(w)
+}
+
+// printFiles prints, per file, the standard profile at the alert
+// threshold, the windows with no detection and the timestamps of the
+// false alarms (the first five): what the alerts would have done, so that
+// a user scoring their own export sees where a detector fails on it.
+func printFiles(w io.Writer, c *nab.Corpus, scores [][]float64, threshold float64) {
+	width := len("file")
+	for _, f := range c.Files {
+		width = max(width, len(f.Name))
+	}
+	fmt.Fprintf(w, "per file (standard profile at the alert threshold %.6g)\n", threshold)
+	fmt.Fprintf(w, "%-*s %7s %7s %8s %4s %4s %5s\n", width, "file", "rows", "windows", "raw", "TP", "FN", "FP")
+	for i, f := range c.Files {
+		o := nab.Score([]nab.Series{{Windows: f.Windows, Scores: scores[i]}}, nab.Standard, threshold)
+		fmt.Fprintf(w, "%-*s %7d %7d %8.3f %4d %4d %5d\n", width, f.Name, f.Rows(), len(f.Windows), o.Raw, o.TP, o.FN, o.FP)
+		var missed, alarms []string
+		for _, win := range f.Windows {
+			hit := false
+			for r := win.First; r <= win.Last && !hit; r++ {
+				hit = scores[i][r] >= threshold
+			}
+			if !hit {
+				missed = append(missed, f.RawTimestamps[win.First]+" to "+f.RawTimestamps[win.Last])
+			}
+		}
+		n := 0
+		for r := f.Probation(); r < f.Rows(); r++ {
+			if scores[i][r] < threshold || inWindow(f.Windows, r) {
+				continue
+			}
+			if n++; n <= 5 {
+				alarms = append(alarms, f.RawTimestamps[r])
+			}
+		}
+		for _, m := range missed {
+			fmt.Fprintf(w, "    missed window %s\n", m)
+		}
+		if n > 0 {
+			more := ""
+			if n > len(alarms) {
+				more = fmt.Sprintf(" (and %d more)", n-len(alarms))
+			}
+			fmt.Fprintf(w, "    false alarms at %s%s\n", strings.Join(alarms, ", "), more)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// inWindow reports whether row r lies in one of ws.
+func inWindow(ws []nab.Window, r int) bool {
+	for _, win := range ws {
+		if r >= win.First && r <= win.Last {
+			return true
+		}
+	}
+	return false
 }
 
 // printFolds prints cross-validation results: per fold, the threshold tuned

@@ -134,3 +134,29 @@ func TestBenchNABUntidyLabels(t *testing.T) {
 	// The spike at row 500 lies in the merged window: a true positive.
 	require.Regexp(t, `standard\s+\S+\s+\S+\s+1\s+0\s+0\s+\(fixed alert threshold\)`, stdout.String())
 }
+
+// TestBenchNABFiles: --files names, per file, the windows a detector
+// missed and when its false alarms came. Two copies of one series with a
+// spike at 08:20: labelled there in a.csv, and at 03:00 (where nothing
+// happens) in b.csv, so that at the alert threshold b's spike is a false
+// alarm and its window is missed.
+func TestBenchNABFiles(t *testing.T) {
+	data := writeNABCorpus(t)
+	series, err := os.ReadFile(filepath.Join(data, "data", "cat", "series.csv"))
+	require.NoError(t, err)
+	for _, name := range []string{"a.csv", "b.csv"} {
+		require.NoError(t, os.WriteFile(filepath.Join(data, "data", "cat", name), series, 0o644))
+	}
+	labels := `{"cat/a.csv": [["2015-01-01 08:10:00", "2015-01-01 08:30:00"]],
+		"cat/b.csv": [["2015-01-01 03:00:00", "2015-01-01 03:20:00"]]}`
+	require.NoError(t, os.WriteFile(filepath.Join(data, "labels", "combined_windows.json"), []byte(labels), 0o644))
+	var stdout, stderr bytes.Buffer
+	code := runCLI(context.Background(), []string{"bench", "nab", "--data", data, "--files"}, &stdout, &stderr, nil)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	out := stdout.String()
+	require.Contains(t, out, "per file (standard profile at the alert threshold 0.6)")
+	require.Regexp(t, `cat/a\.csv\s+600\s+1\s+\S+\s+1\s+0\s+0\n`, out)
+	require.Regexp(t, `cat/b\.csv\s+600\s+1\s+\S+\s+0\s+1\s+1\n`+
+		`    missed window 2015-01-01 03:00:00 to 2015-01-01 03:20:00\n`+
+		`    false alarms at 2015-01-01 08:20:00\n`, out)
+}
