@@ -19,6 +19,7 @@ fuzzers=(
 	"./collectors FuzzScrape"
 	"./notify FuzzSilenceAPI"
 	"./demo FuzzPayloads"
+	"./detect/nab FuzzReadFileAndWindows"
 )
 failed=0
 for f in "${fuzzers[@]}"; do
