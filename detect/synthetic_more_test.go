@@ -92,14 +92,7 @@ var moreFamilies = []family{
 						q = p * []float64{4, 2.5}[(i+m)%2]
 					}
 				}
-				lambda := q * sess
-				var c float64
-				if lambda < 30 {
-					c = poisson(rng, lambda)
-				} else {
-					c = math.Max(0, math.Round(lambda+math.Sqrt(lambda)*rng.NormFloat64()))
-				}
-				s.times, s.values = append(s.times, ts), append(s.values, c/sess)
+				s.times, s.values = append(s.times, ts), append(s.values, count(rng, q*sess)/sess)
 			}
 			return s
 		},

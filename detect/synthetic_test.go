@@ -89,6 +89,15 @@ func daily(ts int64) float64 {
 	return math.Sin(2 * math.Pi * (float64(ts%day)/float64(day) - 0.35))
 }
 
+// count draws a count of mean lambda: Poisson while lambda is small, its
+// normal approximation above.
+func count(rng *rand.Rand, lambda float64) float64 {
+	if lambda < 30 {
+		return poisson(rng, lambda)
+	}
+	return math.Max(0, math.Round(lambda+math.Sqrt(lambda)*rng.NormFloat64()))
+}
+
 func poisson(rng *rand.Rand, lambda float64) float64 {
 	// Knuth's method; lambda stays small here.
 	l, k, p := math.Exp(-lambda), 0, 1.0
