@@ -30,11 +30,10 @@ const minGCHeadroom = 3 << 19 // 1.5 MiB
 // allocated and up to 1.4 MiB for the table of sampled stacks. It reports
 // whether it set the GC percent (and headroom should adjust it).
 func setAgentGC(environ []string) bool {
-	gogc, rate := false, false
+	gogc, rate := envSet(environ, "GOGC"), false
 	for _, kv := range environ {
 		rate = rate || strings.HasPrefix(kv, "GODEBUG=") && strings.Contains(kv, "memprofilerate=")
 	}
-	gogc = envSet(environ, "GOGC")
 	if !gogc {
 		debug.SetGCPercent(agentGCPercent)
 	}

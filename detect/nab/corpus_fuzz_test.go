@@ -2,6 +2,7 @@ package nab
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func FuzzReadFileAndWindows(f *testing.F) {
 		require.Len(t, file.RawValues, file.Rows())
 		missing := 0
 		for _, v := range file.Values {
-			if v != v {
+			if math.IsNaN(v) {
 				missing++
 			}
 		}
