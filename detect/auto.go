@@ -292,6 +292,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	zDay, zStep := 0.0, 0.0 // likelihood z-values (see Likelihood.UpdateZ)
 	jump := 0.0             // the step in the spike path's units (SpikeZ/JumpZ per step σ)
 	var day *EWMA           // this time of day's baseline; nil when DayBuckets is 0
+	dailyZ := math.Inf(1)   // distance from this time of day's usual value, once known
 	if c.DayBuckets > 0 {
 		day = a.day.At(ts)
 	}
@@ -308,6 +309,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				// A slice's own spread is noisy with few visits; never
 				// trust it below a quarter of the level's spread.
 				daily := math.Abs(x-b.Mean()) / maxf(maxf(b.Std(), 0.25*scale), scaleFloor(loc))
+				dailyZ = daily
 				daily = minf(daily, c.SurpriseCap)
 				surprise = (surprise + daily) / 2
 				// Likelihood.UpdateZ by its inlined steps.
@@ -340,7 +342,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// Only a record can be a new extreme; most samples are none and
 		// skip the rest.
 		if x > a.hi || x < a.lo {
-			extreme = a.extreme(ts, x, loc, scale, levelZ)
+			extreme = a.extreme(ts, x, loc, scale, levelZ, dailyZ)
 			if x > a.hi {
 				a.locHi = loc
 			}
@@ -512,14 +514,17 @@ func minf(a, b float64) float64 {
 }
 
 // extreme returns the new-extreme score of x, a record, judged before the
-// record is learnt: 0 unless the range is established and x beats the
+// record is learnt: 0 unless the range is established, x beats the
 // record by the tolerance and by as much as the level has moved towards
-// it since it was set.
-func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64) float64 {
+// it since it was set, and x is surprising (extremeMinZ) both against the
+// level (levelZ) and against this time of day's usual value (dailyZ,
+// +Inf until the slice is known): a daily peak that beats the record by
+// a hair where this hour has been before is not news.
+func (a *Auto) extreme(ts int64, x, loc, scale, levelZ, dailyZ float64) float64 {
 	c := &a.cfg
 	tol := c.ExtremeTolerance * (a.hi - a.lo)
 	if c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) &&
-		levelZ >= extremeMinZ {
+		levelZ >= extremeMinZ && dailyZ >= extremeMinZ {
 		// Graded by how far the record is beaten, in robust standard
 		// deviations: the threshold when barely, 0.999 from SurpriseCap
 		// on. Every new extreme alerts; ranking them lets a stricter
@@ -565,8 +570,9 @@ func (a *Auto) spikePath(d, v, jump float64, out bool) float64 {
 const (
 	autoKind = "auto"
 	// extremeMinZ is the least surprise (robust standard deviations from
-	// the level) a new extreme needs: a record set within the noise right
-	// after a calm spell is not news.
+	// the level, and from the time of day's usual value) a new extreme
+	// needs: a record set within the noise right after a calm spell, or
+	// at the level this hour usually has, is not news.
 	extremeMinZ = 1.5
 	dayMs       = 24 * 3600 * 1000
 )
