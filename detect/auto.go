@@ -221,8 +221,8 @@ func (c *AutoConfig) fields() []configField {
 //     threshold, reports a score only when it is the excursion's highest
 //     so far, so that a lower threshold sees one incident once too.
 //
-// It costs O(1) work and a fixed ~1 KiB per series (mostly the 24
-// time-of-day baselines).
+// It costs O(1) work and a fixed ~2.4 KB per series (1.5 KB of it the 24
+// time-of-day baselines and their offsets from the level).
 type Auto struct {
 	cfg       AutoConfig
 	level     Robust
@@ -253,6 +253,10 @@ type Auto struct {
 	// belowThreshold).
 	runPeak float64
 	runCalm int
+	// Per time-of-day slice, the usual distance from the level (see
+	// usualForHour); nil when DayBuckets is 0.
+	offset       []offset
+	offsetSteady uint64 // derived: the visits from which an offset's update is steady
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -273,6 +277,8 @@ func NewAuto(c AutoConfig) *Auto {
 	if c.DayBuckets > 0 {
 		a.day = NewSeasonal(dayMs, c.DayBuckets, AlphaForHalfLife(c.DayHalfLife))
 		a.dayLik = NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05)
+		a.offset = make([]offset, c.DayBuckets)
+		a.offsetSteady = max(a.day.buckets[0].startUntil, uint64(c.MinDayVisits)+1)
 	}
 	return a
 }
@@ -292,7 +298,6 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	zDay, zStep := 0.0, 0.0 // likelihood z-values (see Likelihood.UpdateZ)
 	jump := 0.0             // the step in the spike path's units (SpikeZ/JumpZ per step σ)
 	var day *EWMA           // this time of day's baseline; nil when DayBuckets is 0
-	dailyZ := math.Inf(1)   // distance from this time of day's usual value, once known
 	if c.DayBuckets > 0 {
 		day = a.day.At(ts)
 	}
@@ -309,7 +314,6 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				// A slice's own spread is noisy with few visits; never
 				// trust it below a quarter of the level's spread.
 				daily := math.Abs(x-b.Mean()) / maxf(maxf(b.Std(), 0.25*scale), scaleFloor(loc))
-				dailyZ = daily
 				daily = minf(daily, c.SurpriseCap)
 				surprise = (surprise + daily) / 2
 				// Likelihood.UpdateZ by its inlined steps.
@@ -342,7 +346,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// Only a record can be a new extreme; most samples are none and
 		// skip the rest.
 		if x > a.hi || x < a.lo {
-			extreme = a.extreme(ts, x, loc, scale, levelZ, dailyZ)
+			extreme = a.extreme(ts, x, loc, scale, levelZ, day)
 			if x > a.hi {
 				a.locHi = loc
 			}
@@ -382,6 +386,15 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	}
 	if day != nil {
 		day.Update(x)
+		// offset.update, written out for a steady slice (past its equal
+		// weights and MinDayVisits) and a deviation within the clip.
+		o := &a.offset[a.day.Bucket(ts)]
+		if e := x - loc - o.mean; day.n >= a.offsetSteady && e*e <= offsetClip*offsetClip*o.vr {
+			o.mean += day.alpha * e
+			o.vr = day.beta * (o.vr + e*day.alpha*e)
+		} else {
+			o.update(x-loc, day, uint64(c.MinDayVisits))
+		}
 	}
 
 	// The verdict is kept and returned field by field from locals: a
@@ -516,15 +529,17 @@ func minf(a, b float64) float64 {
 // extreme returns the new-extreme score of x, a record, judged before the
 // record is learnt: 0 unless the range is established, x beats the
 // record by the tolerance and by as much as the level has moved towards
-// it since it was set, and x is surprising (extremeMinZ) both against the
-// level (levelZ) and against this time of day's usual value (dailyZ,
-// +Inf until the slice is known): a daily peak that beats the record by
-// a hair where this hour has been before is not news.
-func (a *Auto) extreme(ts int64, x, loc, scale, levelZ, dailyZ float64) float64 {
+// it since it was set, and x is surprising against the level and, once
+// the time of day's slice is known, against the usual value at this hour
+// (see usualForHour): on a daily cycle, even one that grows with a
+// trend, the peak hour's noise beats the record by a hair every few days
+// where that hour, relative to the level, has been before. That is no
+// news.
+func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float64 {
 	c := &a.cfg
 	tol := c.ExtremeTolerance * (a.hi - a.lo)
 	if c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) &&
-		levelZ >= extremeMinZ && dailyZ >= extremeMinZ {
+		levelZ >= extremeMinZ && !a.usualForHour(ts, x, loc, scale, day) {
 		// Graded by how far the record is beaten, in robust standard
 		// deviations: the threshold when barely, 0.999 from SurpriseCap
 		// on. Every new extreme alerts; ranking them lets a stricter
@@ -567,6 +582,50 @@ func (a *Auto) spikePath(d, v, jump float64, out bool) float64 {
 	return s
 }
 
+// usualForHour reports whether x, a record, lies where this time of day
+// usually is, once its slice (day, nil when DayBuckets is 0) has been
+// seen MinDayVisits times: within extremeMinZ of the slice's spread
+// (floored as for the time-of-day surprise) from the slice's mean, or
+// from the level plus the slice's usual offset from the level. The
+// slice's mean follows a trend DayHalfLife visits late; level plus offset
+// follows it as the level does, so a daily peak on a growing series is
+// judged against this day's peak hour, not one a few days old.
+func (a *Auto) usualForHour(ts int64, x, loc, scale float64, day *EWMA) bool {
+	if day == nil || day.Count() < uint64(a.cfg.MinDayVisits) {
+		return false
+	}
+	near := extremeMinZ * maxf(maxf(day.Std(), 0.25*scale), scaleFloor(loc))
+	return math.Abs(x-day.Mean()) < near || math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean) < near
+}
+
+// offset is a time-of-day slice's exponentially weighted mean and
+// variance of values' distance from the level at its visits.
+type offset struct{ mean, vr float64 }
+
+// update adds d, weighed as day (the slice's EWMA, just updated with the
+// same sample) weighed it, so that both count the same visits. Once the
+// slice is known (more than minVisits visits), a deviation is clipped at
+// offsetClip of the offset's spread, as the level clips its samples: an
+// incident, or the level's lag behind a shift, must not become the usual
+// offset. Observe writes out the common case (see offsetSteady).
+func (o *offset) update(d float64, day *EWMA, minVisits uint64) {
+	n := day.n
+	if n == 1 {
+		o.mean, o.vr = d, 0
+		return
+	}
+	w := day.alpha
+	if n < day.startUntil {
+		w = 1 / float64(n)
+	}
+	e := d - o.mean
+	if n > minVisits && e*e > offsetClip*offsetClip*o.vr {
+		e = math.Copysign(offsetClip*math.Sqrt(o.vr), e)
+	}
+	o.mean += w * e
+	o.vr = (1 - w) * (o.vr + e*w*e)
+}
+
 const (
 	autoKind = "auto"
 	// extremeMinZ is the least surprise (robust standard deviations from
@@ -575,6 +634,9 @@ const (
 	// at the level this hour usually has, is not news.
 	extremeMinZ = 1.5
 	dayMs       = 24 * 3600 * 1000
+	// offsetClip clips a time-of-day offset's deviations, in its spreads,
+	// as the level's Robust clips at 3.
+	offsetClip = 3
 )
 
 // MarshalBinary implements Detector.
@@ -603,6 +665,10 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
+		for _, o := range a.offset {
+			w.f64(o.mean)
+			w.f64(o.vr)
+		}
 	}
 	encodeVerdict(w, a.last)
 	return w.b, nil
@@ -637,6 +703,10 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)
+		for i := range a.offset {
+			a.offset[i].mean = r.f64()
+			a.offset[i].vr = r.f64()
+		}
 	}
 	a.last = decodeVerdict(r)
 	return r.finish()

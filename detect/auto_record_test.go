@@ -7,24 +7,47 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestAutoRecordAtUsualHour: on a steady daily cycle (5-minute samples,
-// ±30 %, 2 % noise) a daily peak that beats the record by a hair lies
-// where that hour has been before and is not news; a surge at the same
-// hour beats the record and the hour's usual value, and is.
+// dailyCycle is days of 5-minute samples of a ±30 % daily cycle on a
+// level of 100 that grows by growth per day, with noise (a share of the
+// value).
+func dailyCycle(seed uint64, days int, growth, noise float64) []float64 {
+	const step = 5 * 60_000
+	rng := rand.New(rand.NewPCG(seed, 3))
+	xs := make([]float64, days*dayMs/step)
+	for i := range xs {
+		ts := int64(i) * step
+		level := 100 * (1 + growth*float64(ts)/dayMs)
+		xs[i] = level * (1 + 0.3*daySine(ts)) * (1 + noise*rng.NormFloat64())
+	}
+	return xs
+}
+
+// TestAutoRecordAtUsualHour: a daily peak that beats the record by a hair
+// lies where that hour usually is and is not news, on a steady cycle and
+// on one that grows 10 % a day (where the hour's own mean lags the trend
+// and only the level plus the hour's offset from it keeps up); a surge at
+// the same hour beats the record and the hour's usual value, and is.
 func TestAutoRecordAtUsualHour(t *testing.T) {
 	const step = 5 * 60_000
 	perDay := dayMs / step
-	rng := rand.New(rand.NewPCG(2, 3))
-	xs := make([]float64, 14*perDay)
-	for i := range xs {
-		xs[i] = 100 * (1 + 0.3*daySine(int64(i)*step)) * (1 + 0.02*rng.NormFloat64())
-	}
 	cfg := DefaultAutoConfig()
-	require.Less(t, maxScoreAt(cfg, xs, step, 4*perDay, len(xs)-1), cfg.Threshold, "noise records at the daily peak")
+	for _, tc := range []struct {
+		name          string
+		seed          uint64
+		growth, noise float64
+	}{
+		{"steady", 2, 0, 0.02},
+		{"growing", 1, 0.1, 0.01},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			xs := dailyCycle(tc.seed, 12, tc.growth, tc.noise)
+			require.Less(t, maxScoreAt(cfg, xs, step, 4*perDay, len(xs)-1), cfg.Threshold, "records at the daily peak")
 
-	peak := 12*perDay + perDay/4 // the cycle's peak on day 12
-	for i := peak; i < peak+6; i++ {
-		xs[i] *= 1.25
+			peak := 10*perDay + perDay/4 // the cycle's peak on day 10
+			for i := peak; i < peak+6; i++ {
+				xs[i] *= 1.25
+			}
+			require.GreaterOrEqual(t, maxScoreAt(cfg, xs, step, peak, peak+6), cfg.Threshold, "a surge at the peak hour")
+		})
 	}
-	require.GreaterOrEqual(t, maxScoreAt(cfg, xs, step, peak, peak+6), cfg.Threshold, "a surge at the peak hour")
 }
