@@ -20,6 +20,7 @@ fuzzers=(
 	"./notify FuzzSilenceAPI"
 	"./demo FuzzPayloads"
 	"./detect/nab FuzzReadFileAndWindows"
+	"./detect FuzzSnapshot"
 )
 failed=0
 for f in "${fuzzers[@]}"; do
