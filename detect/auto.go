@@ -607,7 +607,9 @@ type offset struct{ mean, vr float64 }
 // slice is known (more than minVisits visits), a deviation is clipped at
 // offsetClip of the offset's spread, as the level clips its samples: an
 // incident, or the level's lag behind a shift, must not become the usual
-// offset. Observe writes out the common case (see offsetSteady).
+// offset. A spread of 0 (a slice that has seen one value) clips nothing,
+// as the level's does not. Observe writes out the common case (see
+// offsetSteady).
 func (o *offset) update(d float64, day *EWMA, minVisits uint64) {
 	n := day.n
 	if n == 1 {
@@ -619,7 +621,7 @@ func (o *offset) update(d float64, day *EWMA, minVisits uint64) {
 		w = 1 / float64(n)
 	}
 	e := d - o.mean
-	if n > minVisits && e*e > offsetClip*offsetClip*o.vr {
+	if n > minVisits && o.vr > 0 && e*e > offsetClip*offsetClip*o.vr {
 		e = math.Copysign(offsetClip*math.Sqrt(o.vr), e)
 	}
 	o.mean += w * e

@@ -51,3 +51,21 @@ func TestAutoRecordAtUsualHour(t *testing.T) {
 		})
 	}
 }
+
+// TestOffsetLearnsAfterZeroSpread: a time-of-day offset that has only
+// seen one value has no spread to clip by; when the value changes for
+// good, the offset follows instead of clipping every change to nothing.
+func TestOffsetLearnsAfterZeroSpread(t *testing.T) {
+	day := NewEWMA(AlphaForHalfLife(20))
+	var o offset
+	for range 100 {
+		day.Update(5)
+		o.update(0, &day, 3)
+	}
+	require.Zero(t, o.vr)
+	for range 200 {
+		day.Update(10)
+		o.update(5, &day, 3)
+	}
+	require.InDelta(t, 5, o.mean, 0.5)
+}
