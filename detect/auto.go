@@ -257,16 +257,29 @@ type Auto struct {
 	// usualForHour); nil when DayBuckets is 0.
 	offset       []offset
 	offsetSteady uint64 // derived: the visits from which an offset's update is steady
+	// The level's trend: its change per sample, averaged over twice the
+	// level's half-life (slopeAlpha), and how far an exponentially
+	// weighted level lags a steady trend, in samples (lag). Surprise is
+	// measured from the level plus lag × slope, where the series is now
+	// rather than where it was a few half-lives ago; records and the
+	// time-of-day offsets keep to the level itself, whose lag cancels
+	// between the two ends of a comparison. The two factors are derived
+	// from LevelHalfLife.
+	slope           float64
+	slopeAlpha, lag float64
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
 func NewAuto(c AutoConfig) *Auto {
+	levelAlpha := AlphaForHalfLife(c.LevelHalfLife)
 	a := &Auto{
-		cfg: c,
+		cfg:        c,
+		slopeAlpha: AlphaForHalfLife(2 * c.LevelHalfLife),
+		lag:        (1 - levelAlpha) / levelAlpha,
 		// LogTailScore(p) < Threshold/2, solved for p once.
 		calmP:   math.Pow(1e-10, c.Threshold/2) - 1e-10,
 		spikeZ2: c.SpikeZ * c.SpikeZ,
-		level:   NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
+		level:   NewRobust(levelAlpha, 3),
 		// 0.05: surprise is in standard deviations, so a long-run spread
 		// below 0.05 is noise, not a baseline to measure excursions by.
 		lik:    NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05),
@@ -292,6 +305,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	a.n++
 	a.fraction = a.fraction || x != math.Trunc(x)
 	loc := a.level.Loc()
+	now := loc + a.lag*a.slope // where the trend puts the level now
 	scale := maxf(a.level.Scale(), scaleFloor(loc))
 	surprise := 0.0
 	extreme := 0.0          // the new-extreme score; 0 if x is no new extreme
@@ -306,7 +320,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		a.first = ts
 		a.locHi, a.locLo = x, x
 	} else {
-		levelZ := math.Abs(x-loc) / scale
+		levelZ := math.Abs(x-now) / scale
 		surprise = minf(levelZ, c.SurpriseCap)
 		if day != nil {
 			b := day
@@ -381,6 +395,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	a.prev = x
 	if a.level.steady() {
 		a.level.learn(a.level.clipped(x))
+		// The slope is learnt once the level is steady: before, it moves
+		// by a share of each sample that is no trend.
+		a.slope += a.slopeAlpha * (a.level.Loc() - loc - a.slope)
 	} else {
 		a.level.Update(x)
 	}
@@ -446,10 +463,10 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.belowThreshold(0)
 		}
 	}
-	dir, lower, upper := direction(x, loc), loc-3*scale, loc+3*scale
+	dir, lower, upper := direction(x, now), now-3*scale, now+3*scale
 	l := &a.last
-	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State = score, loc, lower, upper, dir, state
-	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State = score, loc, lower, upper, dir, state
+	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State = score, now, lower, upper, dir, state
+	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State = score, now, lower, upper, dir, state
 	return v
 }
 
@@ -664,6 +681,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.bool(a.fraction)
 	w.f64(a.runPeak)
 	w.i64(int64(a.runCalm))
+	w.f64(a.slope)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -702,6 +720,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.fraction = r.bool()
 	a.runPeak = r.f64()
 	a.runCalm = int(r.i64())
+	a.slope = r.f64()
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)

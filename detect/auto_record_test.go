@@ -69,3 +69,21 @@ func TestOffsetLearnsAfterZeroSpread(t *testing.T) {
 	}
 	require.InDelta(t, 5, o.mean, 0.5)
 }
+
+// TestAutoTrendExpected: on a series rising steadily, an exponentially
+// weighted level lags the trend by its lag × slope (here about 22, at a
+// noise of 1). The expected value, from which surprise is measured, is
+// where the trend puts the level now.
+func TestAutoTrendExpected(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	cfg := DefaultAutoConfig()
+	cfg.DayBuckets = 0 // the trend alone
+	d := NewAuto(cfg)
+	trend := func(i int) float64 { return 100 + 0.1*float64(i) }
+	for i := range 3000 {
+		v := d.Observe(int64(i)*60_000, trend(i)+rng.NormFloat64())
+		if i >= 2000 {
+			require.InDelta(t, trend(i), v.Expected, 3, "sample %d", i)
+		}
+	}
+}
