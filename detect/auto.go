@@ -200,8 +200,9 @@ func (c *AutoConfig) fields() []configField {
 // Auto is the default univariate detector. Per sample it
 //
 //  1. measures surprise: the distance of the value from a robust
-//     (outlier-resistant) level in robust standard deviations, capped, and
-//     averaged with the distance from the usual value at this time of day;
+//     (outlier-resistant) level, carried forward by the level's trend, in
+//     robust standard deviations, capped, and averaged with the distance
+//     from the usual value at this time of day;
 //  2. turns surprise into a likelihood: how improbable the recent average
 //     surprise is against this series' own long-run distribution of it
 //     (Numenta's anomaly likelihood), so a noisy series must be surprising
