@@ -547,17 +547,20 @@ func minf(a, b float64) float64 {
 // extreme returns the new-extreme score of x, a record, judged before the
 // record is learnt: 0 unless the range is established, x beats the
 // record by the tolerance and by as much as the level has moved towards
-// it since it was set, and x is surprising against the level and, once
-// the time of day's slice is known, against the usual value at this hour
-// (see usualForHour): on a daily cycle, even one that grows with a
+// it since it was set, and x is surprising: against the usual value at
+// this hour once the time of day's slice is known (see usualForHour), and
+// against the level before. On a daily cycle, even one that grows with a
 // trend, the peak hour's noise beats the record by a hair every few days
 // where that hour, relative to the level, has been before. That is no
-// news.
+// news. Once the slice is known, the level no longer judges: on a strong
+// daily cycle its spread is the cycle's, so a night-time outage that sets
+// a record low lies within 1.5 σ of the level however far it is below
+// what the night usually has.
 func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float64 {
 	c := &a.cfg
 	tol := c.ExtremeTolerance * (a.hi - a.lo)
 	if c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) &&
-		levelZ >= extremeMinZ && !a.usualForHour(ts, x, loc, scale, day) {
+		(levelZ >= extremeMinZ || day != nil && day.Count() >= uint64(c.MinDayVisits)) && !a.usualForHour(ts, x, loc, scale, day) {
 		// Graded by how far the record is beaten, in robust standard
 		// deviations: the threshold when barely, 0.999 from SurpriseCap
 		// on. Every new extreme alerts; ranking them lets a stricter
@@ -649,9 +652,10 @@ func (o *offset) update(d float64, day *EWMA, minVisits uint64) {
 const (
 	autoKind = "auto"
 	// extremeMinZ is the least surprise (robust standard deviations from
-	// the level, and from the time of day's usual value) a new extreme
-	// needs: a record set within the noise right after a calm spell, or
-	// at the level this hour usually has, is not news.
+	// the time of day's usual value, or from the level until that is
+	// known) a new extreme needs: a record set within the noise right
+	// after a calm spell, or at the level this hour usually has, is not
+	// news.
 	extremeMinZ = 1.5
 	dayMs       = 24 * 3600 * 1000
 	// offsetClip clips a time-of-day offset's deviations, in its spreads,

@@ -87,3 +87,31 @@ func TestAutoTrendExpected(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoRecordLowAtNight: on a strong daily cycle (business hours at
+// 100, nights at 30) the level's spread is the cycle's, so a night-time
+// outage to a fifth of the night's traffic, a record low, lies within
+// 1.5 σ of the level. It is far below what the night usually has, and
+// once the night's slice is known that is what judges it.
+func TestAutoRecordLowAtNight(t *testing.T) {
+	const step = 5 * 60_000
+	perDay := dayMs / step
+	rng := rand.New(rand.NewPCG(4, 4))
+	xs := make([]float64, 10*perDay)
+	for i := range xs {
+		h := float64(i%perDay) / float64(perDay) * 24
+		v := 30.0
+		if h >= 8 && h < 20 {
+			v = 100
+		}
+		xs[i] = v * (1 + 0.03*rng.NormFloat64())
+	}
+	cfg := DefaultAutoConfig()
+	require.Less(t, maxScoreAt(cfg, xs, step, 2*perDay, len(xs)-1), cfg.Threshold, "the cycle alone")
+
+	night := 8*perDay + perDay/8 // 03:00 on day 8
+	for i := night; i < night+12; i++ {
+		xs[i] *= 0.2
+	}
+	require.GreaterOrEqual(t, maxScoreAt(cfg, xs, step, night, night+12), cfg.Threshold, "an outage at night")
+}
