@@ -77,7 +77,10 @@ type AutoConfig struct {
 	// (SpikeHalfLife samples, the plain z-score's baseline) scores as
 	// that z-score does, unless the series crosses the bound often. It
 	// catches a one-sample spike or dip that the likelihoods, which
-	// average surprise over a few samples, dilute. 0 disables the path.
+	// average surprise over a few samples, dilute. On a strong daily
+	// cycle, whose short spread is the cycle's, a sample SpikeZ spreads
+	// of its hour from that hour's usual value counts too. 0 disables
+	// the path.
 	SpikeZ        float64 `yaml:"spike_z"`
 	SpikeHalfLife float64 `yaml:"spike_half_life"`
 	// SpikeRate mutes the spike path on a series whose crossings of the
@@ -213,7 +216,8 @@ func (c *AutoConfig) fields() []configField {
 //  3. once the range is established, scores a value beyond the range seen
 //     so far as anomalous outright;
 //  4. scores a sample far outside a short mean and spread (the plain
-//     z-score's baseline) as that z-score does, unless the series often
+//     z-score's baseline), or, on a strong daily cycle, far from its
+//     hour's usual value, as that z-score does, unless the series often
 //     goes that far (the spike path);
 //  5. after an alert, keeps State anomalous and starts no new alert until
 //     the series has been calm (score below half the threshold) for Calm
@@ -309,10 +313,11 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	now := loc + a.lag*a.slope // where the trend puts the level now
 	scale := maxf(a.level.Scale(), scaleFloor(loc))
 	surprise := 0.0
-	extreme := 0.0          // the new-extreme score; 0 if x is no new extreme
-	zDay, zStep := 0.0, 0.0 // likelihood z-values (see Likelihood.UpdateZ)
-	jump := 0.0             // the step in the spike path's units (SpikeZ/JumpZ per step σ)
-	var day *EWMA           // this time of day's baseline; nil when DayBuckets is 0
+	extreme := 0.0            // the new-extreme score; 0 if x is no new extreme
+	zDay, zStep := 0.0, 0.0   // likelihood z-values (see Likelihood.UpdateZ)
+	jump := 0.0               // the step in the spike path's units (SpikeZ/JumpZ per step σ)
+	hourZ, hourSp := 0.0, 0.0 // distance from this hour's usual value, in hourSp (see hourSpike)
+	var day *EWMA             // this time of day's baseline; nil when DayBuckets is 0
 	if c.DayBuckets > 0 {
 		day = a.day.At(ts)
 	}
@@ -328,7 +333,15 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			if b.Count() >= uint64(c.MinDayVisits) {
 				// A slice's own spread is noisy with few visits; never
 				// trust it below a quarter of the level's spread.
-				daily := math.Abs(x-b.Mean()) / maxf(maxf(b.Std(), 0.25*scale), scaleFloor(loc))
+				spread := maxf(maxf(b.Std(), 0.25*scale), scaleFloor(loc))
+				daily := math.Abs(x-b.Mean()) / spread
+				// Only a sample SpikeZ spreads from the slice's mean can
+				// be a spike for this hour (hourSpike only widens the
+				// spread), and only once a whole day has been seen, as
+				// for new extremes.
+				if daily >= c.SpikeZ && c.SpikeZ > 0 && ts-a.first >= dayMs {
+					hourZ, hourSp = a.hourSpike(ts, x, loc, spread, b)
+				}
 				daily = minf(daily, c.SurpriseCap)
 				surprise = (surprise + daily) / 2
 				// Likelihood.UpdateZ by its inlined steps.
@@ -387,8 +400,13 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		v := maxf(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
 		n := a.spike.Count()
 		a.spike.Update(x)
-		if out := d*d >= a.spikeZ2*v; (out || jump >= c.SpikeZ) && n >= 2 {
-			spike = a.spikePath(d, v, jump, out)
+		// The hour's baseline judges only where it is at most half as
+		// wide as the short baseline (see hourSpike).
+		if hourZ > 0 && 4*hourSp*hourSp > v {
+			hourZ = 0
+		}
+		if out := d*d >= a.spikeZ2*v; (out || jump >= c.SpikeZ || hourZ >= c.SpikeZ) && n >= 2 {
+			spike = a.spikePath(d, v, jump, hourZ, out)
 		} else {
 			a.out = false
 		}
@@ -584,10 +602,15 @@ func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float
 //
 // Observe has already learnt x, computed its distance d from the mean
 // before and the variance v it is judged by, and found it beyond the
-// bound (out) or a jump.
-func (a *Auto) spikePath(d, v, jump float64, out bool) float64 {
+// bound (out), a jump or a spike for its hour (hourZ, see hourSpike).
+// An excursion seen only against the hour's baseline is muted by the
+// crossings but does not count as one: a slice's spread comes from a few
+// dozen visits, and after a shift the slices lag the level for days, so
+// such crossings would mute the spike path where its own baseline has
+// seen nothing unusual.
+func (a *Auto) spikePath(d, v, jump, hourZ float64, out bool) float64 {
 	c := &a.cfg
-	z := jump
+	z := max(jump, hourZ)
 	if out {
 		z = max(z, math.Abs(d)/math.Sqrt(v))
 	}
@@ -596,11 +619,35 @@ func (a *Auto) spikePath(d, v, jump float64, out bool) float64 {
 	if float64(a.crossings) <= 1+c.SpikeRate*float64(seen) {
 		s = zScore(z)
 	}
-	if !a.out && seen > 0 {
+	if !a.out && seen > 0 && (out || jump >= c.SpikeZ) {
 		a.crossings++
 	}
 	a.out = true
 	return s
+}
+
+// hourSpike returns x's distance from this hour's usual value, in spreads
+// of the hour (sp), for the spike path: on a strong daily cycle the short
+// baseline's spread is the cycle's, and a one-sample drop to what the
+// night usually has, at noon, hides within it. The usual value is the
+// nearer of the slice's mean and the level plus the slice's offset (as in
+// usualForHour), so that a shift the level has followed is no spike for
+// days while the slices catch up. The spread is the time-of-day
+// surprise's (spread) and, on a series of whole numbers, at least a
+// Poisson count's, sqrt(mean): a slice of small counts that happened to
+// vary little in its visits must not make every odd count a spike.
+// Observe asks only once a whole day has been seen, and uses the result
+// only where sp is at most half the short baseline's spread: where the
+// daily pattern explains at least three quarters of its variance.
+// Elsewhere the short baseline judges as well, and a slice's spread from
+// a few visits is the noisier of the two.
+func (a *Auto) hourSpike(ts int64, x, loc, spread float64, day *EWMA) (z, sp float64) {
+	sp = spread
+	if !a.fraction {
+		sp = max(sp, math.Sqrt(max(day.Mean(), 0.5)))
+	}
+	d := min(math.Abs(x-day.Mean()), math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean))
+	return d / sp, sp
 }
 
 // usualForHour reports whether x, a record, lies where this time of day
