@@ -313,11 +313,12 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	now := loc + a.lag*a.slope // where the trend puts the level now
 	scale := maxf(a.level.Scale(), scaleFloor(loc))
 	surprise := 0.0
-	extreme := 0.0            // the new-extreme score; 0 if x is no new extreme
-	zDay, zStep := 0.0, 0.0   // likelihood z-values (see Likelihood.UpdateZ)
-	jump := 0.0               // the step in the spike path's units (SpikeZ/JumpZ per step σ)
-	hourZ, hourSp := 0.0, 0.0 // distance from this hour's usual value, in hourSp (see hourSpike)
-	var day *EWMA             // this time of day's baseline; nil when DayBuckets is 0
+	extreme := 0.0                  // the new-extreme score; 0 if x is no new extreme
+	zDay, zStep := 0.0, 0.0         // likelihood z-values (see Likelihood.UpdateZ)
+	jump := 0.0                     // the step in the spike path's units (SpikeZ/JumpZ per step σ)
+	hourZ, hourSp := 0.0, 0.0       // distance from this hour's usual value, in hourSp (see hourSpike)
+	hourExp, hourSpread := 0.0, 0.0 // this hour's usual value and spread, once its slice is known
+	var day *EWMA                   // this time of day's baseline; nil when DayBuckets is 0
 	if c.DayBuckets > 0 {
 		day = a.day.At(ts)
 	}
@@ -335,6 +336,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				// trust it below a quarter of the level's spread.
 				spread := maxf(maxf(b.Std(), 0.25*scale), scaleFloor(loc))
 				daily := math.Abs(x-b.Mean()) / spread
+				hourExp, hourSpread = b.Mean(), spread
 				// Only a sample SpikeZ spreads from the slice's mean can
 				// be a spike for this hour (hourSpike only widens the
 				// spread), and only once a whole day has been seen, as
@@ -482,10 +484,20 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.belowThreshold(0)
 		}
 	}
-	dir, lower, upper := direction(x, now), now-3*scale, now+3*scale
+	// The verdict's expected value and band (3 spreads either side):
+	// where the daily pattern explains at least three quarters of the
+	// short baseline's variance (as for hourSpike), the hour's usual
+	// value, so that an alert on a daily cycle says what this hour
+	// usually has; elsewhere the trend-carried level, which follows a
+	// trend that the hour's mean lags.
+	exp, half := now, 3*scale
+	if hourSpread > 0 && 4*hourSpread*hourSpread <= a.spike.Var() {
+		exp, half = hourExp, 3*hourSpread
+	}
+	dir, lower, upper := direction(x, exp), exp-half, exp+half
 	l := &a.last
-	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State = score, now, lower, upper, dir, state
-	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State = score, now, lower, upper, dir, state
+	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State = score, exp, lower, upper, dir, state
+	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State = score, exp, lower, upper, dir, state
 	return v
 }
 

@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -75,15 +76,17 @@ func TestOffsetLearnsAfterZeroSpread(t *testing.T) {
 // noise of 1). The expected value, from which surprise is measured, is
 // where the trend puts the level now.
 func TestAutoTrendExpected(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 5))
-	cfg := DefaultAutoConfig()
-	cfg.DayBuckets = 0 // the trend alone
-	d := NewAuto(cfg)
-	trend := func(i int) float64 { return 100 + 0.1*float64(i) }
-	for i := range 3000 {
-		v := d.Observe(int64(i)*60_000, trend(i)+rng.NormFloat64())
-		if i >= 2000 {
-			require.InDelta(t, trend(i), v.Expected, 3, "sample %d", i)
+	for _, days := range []int{0, 24} { // the trend alone, and with time-of-day slices (no daily cycle)
+		rng := rand.New(rand.NewPCG(5, 5))
+		cfg := DefaultAutoConfig()
+		cfg.DayBuckets = days
+		d := NewAuto(cfg)
+		trend := func(i int) float64 { return 100 + 0.1*float64(i) }
+		for i := range 3000 {
+			v := d.Observe(int64(i)*60_000, trend(i)+rng.NormFloat64())
+			if i >= 2000 {
+				require.InDelta(t, trend(i), v.Expected, 3, "day buckets %d, sample %d", days, i)
+			}
 		}
 	}
 }
@@ -114,4 +117,37 @@ func TestAutoRecordLowAtNight(t *testing.T) {
 		xs[i] *= 0.2
 	}
 	require.GreaterOrEqual(t, maxScoreAt(cfg, xs, step, night, night+12), cfg.Threshold, "an outage at night")
+}
+
+// TestAutoExpectedAtHour: on a strong daily cycle the verdict's expected
+// value is this hour's usual value (its slice's mean), not the level's,
+// and its band is the hour's: for an outage to 90 at 2 pm, "expected
+// 297 (normal 186 to 409)" rather than the level's "expected 192
+// (normal −254 to 639)".
+func TestAutoExpectedAtHour(t *testing.T) {
+	const step = 5 * 60_000
+	perDay := dayMs / step
+	rng := rand.New(rand.NewPCG(8, 8))
+	lambda := func(i int) float64 {
+		h := float64(i%perDay) / float64(perDay) * 24
+		if h >= 8 && h < 20 {
+			return 300
+		}
+		return 60
+	}
+	d := NewAuto(DefaultAutoConfig())
+	for i := range 10 * perDay {
+		x := lambda(i) + math.Sqrt(lambda(i))*rng.NormFloat64()
+		if i == 9*perDay+14*perDay/24 { // 14:00 on day 9: an outage to 30 %
+			x = 90
+		}
+		v := d.Observe(int64(i)*step, x)
+		if i >= 2*perDay && i%(perDay/24) == perDay/48 { // mid-hour, once the slices are known
+			require.InDelta(t, lambda(i), v.Expected, 0.1*lambda(i), "sample %d", i)
+		}
+		if x == 90 {
+			require.Less(t, x, v.Lower, "the outage lies below the hour's band")
+			require.Equal(t, DirDown, v.Direction)
+		}
+	}
 }
