@@ -313,12 +313,14 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	now := loc + a.lag*a.slope // where the trend puts the level now
 	scale := maxf(a.level.Scale(), scaleFloor(loc))
 	surprise := 0.0
-	extreme := 0.0                  // the new-extreme score; 0 if x is no new extreme
-	zDay, zStep := 0.0, 0.0         // likelihood z-values (see Likelihood.UpdateZ)
-	jump := 0.0                     // the step in the spike path's units (SpikeZ/JumpZ per step σ)
-	hourZ, hourSp := 0.0, 0.0       // distance from this hour's usual value, in hourSp (see hourSpike)
-	hourExp, hourSpread := 0.0, 0.0 // this hour's usual value and spread, once its slice is known
-	var day *EWMA                   // this time of day's baseline; nil when DayBuckets is 0
+	extreme := 0.0            // the new-extreme score; 0 if x is no new extreme
+	zDay, zStep := 0.0, 0.0   // likelihood z-values (see Likelihood.UpdateZ)
+	jump := 0.0               // the step in the spike path's units (SpikeZ/JumpZ per step σ)
+	hourZ, hourSp := 0.0, 0.0 // distance from this hour's usual value, in hourSp (see hourSpike)
+	// The verdict's expected value and band half-width: the trend-carried
+	// level's, or this hour's (see below).
+	exp, half := now, 3*scale
+	var day *EWMA // this time of day's baseline; nil when DayBuckets is 0
 	if c.DayBuckets > 0 {
 		day = a.day.At(ts)
 	}
@@ -336,7 +338,15 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				// trust it below a quarter of the level's spread.
 				spread := maxf(maxf(b.Std(), 0.25*scale), scaleFloor(loc))
 				daily := math.Abs(x-b.Mean()) / spread
-				hourExp, hourSpread = b.Mean(), spread
+				// Where the daily pattern explains at least three
+				// quarters of the short baseline's variance (as for
+				// hourSpike), the verdict gives this hour's usual value
+				// and spread, so that an alert on a daily cycle says what
+				// this hour usually has; elsewhere the level's, which
+				// follows a trend that the hour's mean lags.
+				if 4*spread*spread <= a.spike.Var() {
+					exp, half = b.Mean(), 3*spread
+				}
 				// Only a sample SpikeZ spreads from the slice's mean can
 				// be a spike for this hour (hourSpike only widens the
 				// spread), and only once a whole day has been seen, as
@@ -483,16 +493,6 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		} else if a.runPeak > 0 {
 			a.belowThreshold(0)
 		}
-	}
-	// The verdict's expected value and band (3 spreads either side):
-	// where the daily pattern explains at least three quarters of the
-	// short baseline's variance (as for hourSpike), the hour's usual
-	// value, so that an alert on a daily cycle says what this hour
-	// usually has; elsewhere the trend-carried level, which follows a
-	// trend that the hour's mean lags.
-	exp, half := now, 3*scale
-	if hourSpread > 0 && 4*hourSpread*hourSpread <= a.spike.Var() {
-		exp, half = hourExp, 3*hourSpread
 	}
 	dir, lower, upper := direction(x, exp), exp-half, exp+half
 	l := &a.last
