@@ -334,9 +334,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if day != nil {
 			b := day
 			if b.Count() >= uint64(c.MinDayVisits) {
-				// A slice's own spread is noisy with few visits; never
-				// trust it below a quarter of the level's spread.
-				spread := maxf(maxf(b.Std(), 0.25*scale), scaleFloor(loc))
+				spread := hourSpread(b, loc, scale)
 				daily := math.Abs(x-b.Mean()) / spread
 				// Where the daily pattern explains at least three
 				// quarters of the short baseline's variance (as for
@@ -644,8 +642,8 @@ func (a *Auto) spikePath(d, v, jump, hourZ float64, out bool) float64 {
 // night usually has, at noon, hides within it. The usual value is the
 // nearer of the slice's mean and the level plus the slice's offset (as in
 // usualForHour), so that a shift the level has followed is no spike for
-// days while the slices catch up. The spread is the time-of-day
-// surprise's (spread) and, on a series of whole numbers, at least a
+// days while the slices catch up. The spread is hourSpread (the
+// caller's spread) and, on a series of whole numbers, at least a
 // Poisson count's, sqrt(mean): a slice of small counts that happened to
 // vary little in its visits must not make every odd count a spike.
 // Observe asks only once a whole day has been seen, and uses the result
@@ -662,10 +660,17 @@ func (a *Auto) hourSpike(ts int64, x, loc, spread float64, day *EWMA) (z, sp flo
 	return d / sp, sp
 }
 
+// hourSpread is the spread by which a time-of-day slice (day) judges a
+// value: its own, but never below a quarter of the level's (scale at
+// level loc), since a slice's spread is noisy with few visits.
+func hourSpread(day *EWMA, loc, scale float64) float64 {
+	return maxf(maxf(day.Std(), 0.25*scale), scaleFloor(loc))
+}
+
 // usualForHour reports whether x, a record, lies where this time of day
 // usually is, once its slice (day, nil when DayBuckets is 0) has been
 // seen MinDayVisits times: within extremeMinZ of the slice's spread
-// (floored as for the time-of-day surprise) from the slice's mean, or
+// (hourSpread) from the slice's mean, or
 // from the level plus the slice's usual offset from the level. The
 // slice's mean follows a trend DayHalfLife visits late; level plus offset
 // follows it as the level does, so a daily peak on a growing series is
@@ -674,7 +679,7 @@ func (a *Auto) usualForHour(ts int64, x, loc, scale float64, day *EWMA) bool {
 	if day == nil || day.Count() < uint64(a.cfg.MinDayVisits) {
 		return false
 	}
-	near := extremeMinZ * maxf(maxf(day.Std(), 0.25*scale), scaleFloor(loc))
+	near := extremeMinZ * hourSpread(day, loc, scale)
 	return math.Abs(x-day.Mean()) < near || math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean) < near
 }
 
