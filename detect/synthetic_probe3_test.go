@@ -30,10 +30,6 @@ var probeFamilies3 = []family{
 			wk := 0.6 + 0.3*rng.Float64()
 			k := []int{0, 1, 2, 1}[i%4]
 			s := synthSeries{onsets: onsets(rng, n, k)}
-			type incident struct {
-				f     float64
-				steps int
-			}
 			var inc []incident
 			for range s.onsets {
 				hours := 1 + rng.IntN(6)
@@ -46,13 +42,8 @@ var probeFamilies3 = []family{
 			for j := range n {
 				ts := t0 + int64(j)*step
 				lambda := level * (1 + g*float64(j)/float64(n)) * (1 + amp*daily(ts)) * weekly(ts, wk)
-				for m, o := range s.onsets {
-					if j >= o && j < o+inc[m].steps {
-						lambda *= inc[m].f
-					}
-				}
-				x := count(rng, lambda) * (1 + 0.03*rng.NormFloat64())
-				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, math.Round(x)))
+				lambda = withIncidents(lambda, j, s.onsets, inc)
+				s.times, s.values = append(s.times, ts), append(s.values, jitteredCount(rng, lambda))
 			}
 			return s
 		},

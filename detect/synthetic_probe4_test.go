@@ -38,10 +38,6 @@ var probeFamilies4 = []family{
 			}
 			k := []int{1, 0, 2}[i%3]
 			s := synthSeries{onsets: onsets(rng, n, k)}
-			type incident struct {
-				f     float64
-				steps int
-			}
 			var inc []incident
 			for range s.onsets {
 				var f float64
@@ -70,13 +66,8 @@ var probeFamilies4 = []family{
 					act *= wk
 				}
 				lambda := level * (1 + g*float64(j)/float64(n)) * (base + (1-base)*act)
-				for m, o := range s.onsets {
-					if j >= o && j < o+inc[m].steps {
-						lambda *= inc[m].f
-					}
-				}
-				x := count(rng, lambda) * (1 + 0.03*rng.NormFloat64())
-				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, math.Round(x)))
+				lambda = withIncidents(lambda, j, s.onsets, inc)
+				s.times, s.values = append(s.times, ts), append(s.values, jitteredCount(rng, lambda))
 			}
 			return s
 		},

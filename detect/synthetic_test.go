@@ -89,6 +89,29 @@ func daily(ts int64) float64 {
 	return math.Sin(2 * math.Pi * (float64(ts%day)/float64(day) - 0.35))
 }
 
+// incident multiplies a series by f for steps rows from its onset.
+type incident struct {
+	f     float64
+	steps int
+}
+
+// withIncidents is lambda multiplied by the factor of every incident
+// (inc[m] starting at onsets[m]) under way at row j.
+func withIncidents(lambda float64, j int, onsets []int, inc []incident) float64 {
+	for m, o := range onsets {
+		if j >= o && j < o+inc[m].steps {
+			lambda *= inc[m].f
+		}
+	}
+	return lambda
+}
+
+// jitteredCount is count with 3 % measurement jitter, rounded and never
+// negative: a request rate as an exporter reports it.
+func jitteredCount(rng *rand.Rand, lambda float64) float64 {
+	return math.Max(0, math.Round(count(rng, lambda)*(1+0.03*rng.NormFloat64())))
+}
+
 // count draws a count of mean lambda: Poisson while lambda is small, its
 // normal approximation above.
 func count(rng *rand.Rand, lambda float64) float64 {
