@@ -258,6 +258,11 @@ type Auto struct {
 	// belowThreshold).
 	runPeak float64
 	runCalm int
+	// Derived from runPeak by setRunPeak: below peakZ a likelihood's z
+	// scores below runPeak, below halfLo below half of it, and above
+	// halfHi at least half of it. Most samples are no new peak, and these
+	// let them skip the tail probability and its logarithm.
+	peakZ, halfLo, halfHi float64
 	// Per time-of-day slice, the usual distance from the level (see
 	// usualForHour); nil when DayBuckets is 0.
 	offset       []offset
@@ -477,6 +482,19 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if c.Calm > 0 && a.calm >= c.Calm {
 			a.quiet = 0
 		}
+	case z > 0 && z < a.peakZ && extreme == 0 && spike == 0:
+		// A likelihood that scores below the excursion's peak is no new
+		// peak and reports 0 (see belowThreshold); only its side of half
+		// the peak counts, which z tells without the tail probability
+		// except within the bounds' margin.
+		switch {
+		case z < a.halfLo:
+			a.belowThreshold(0)
+		case z > a.halfHi:
+			a.runCalm = 0
+		default:
+			a.belowThreshold(scoreZ(z, 0, 0))
+		}
 	default:
 		score = maxf(extreme, spike)
 		if z > 0 {
@@ -485,7 +503,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if score >= c.Threshold {
 			state = StateAnomalous
 			a.quiet, a.calm = c.Quiet, 0
-			a.runPeak, a.runCalm = 0, 0
+			a.setRunPeak(0)
+			a.runCalm = 0
 		} else if score > 0 {
 			score = a.belowThreshold(score)
 		} else if a.runPeak > 0 {
@@ -510,7 +529,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 func (a *Auto) belowThreshold(score float64) float64 {
 	out := 0.0
 	if score > a.runPeak {
-		a.runPeak, out = score, score
+		a.setRunPeak(score)
+		out = score
 	}
 	if score < a.runPeak/2 {
 		a.runCalm++
@@ -518,10 +538,49 @@ func (a *Auto) belowThreshold(score float64) float64 {
 		a.runCalm = 0
 	}
 	if a.runCalm >= max(a.cfg.Calm, 1) {
-		a.runPeak, a.runCalm = 0, 0
+		a.setRunPeak(0)
+		a.runCalm = 0
 	}
 	return out
 }
+
+// setRunPeak sets runPeak and the likelihood z's that bound its score
+// from below and around half of it. The bounds come from peakZs, the z
+// whose score is k/1024 for each k: the entries on the safe side of the
+// peak and of its half, moved by a further margin of 1e-6 (relative, and
+// at least absolute). The score changes by some 1e-7 across the margin,
+// far above the rounding of the functions the bounds stand in for, so
+// that a sample scores the same with or without them; the entries cost a
+// band of 1/1024 of score in which a sample still works its score out
+// (TestAutoPeakBounds checks the bounds against those functions). With no
+// peak (0), or one above 0.9, no z is below peakZ: above 0.9 the tail
+// probability is within ten times LogTailScore's offset of 1e-10, and
+// inverting it loses the precision the margin needs.
+func (a *Auto) setRunPeak(s float64) {
+	a.runPeak = s
+	if !(s > 0 && s <= 0.9) {
+		a.peakZ, a.halfLo, a.halfHi = 0, 0, 0
+		return
+	}
+	peak := peakZs[int(s*peakSteps)]
+	lo, hi := peakZs[int(s/2*peakSteps)], peakZs[int(math.Ceil(s/2*peakSteps))]
+	a.peakZ = peak - 1e-6*(1+math.Abs(peak))
+	a.halfLo, a.halfHi = lo-1e-6*(1+math.Abs(lo)), hi+1e-6*(1+math.Abs(hi))
+}
+
+// peakSteps is the resolution of peakZs in score.
+const peakSteps = 1024
+
+// peakZs[k] is the z whose LogTailScore(NormalTail(z)) is k/peakSteps,
+// for scores from 0 to 0.9.
+var peakZs = func() []float64 {
+	zs := make([]float64, 922) // 0.9 × peakSteps is 921.6
+	for k := range zs {
+		s := float64(k) / peakSteps
+		zs[k] = math.Sqrt2 * math.Erfcinv(2*(math.Exp(s*logTiny)-1e-10))
+	}
+	return zs
+}()
 
 // scoreOf is the sample's score: the largest of the likelihood's (from the
 // tail probability p), the new extreme's and the spike path's. It is
@@ -787,7 +846,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.crossings = r.u64()
 	a.out = r.bool()
 	a.fraction = r.bool()
-	a.runPeak = r.f64()
+	a.setRunPeak(r.f64())
 	a.runCalm = int(r.i64())
 	a.slope = r.f64()
 	if a.cfg.DayBuckets > 0 {
