@@ -339,7 +339,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if day != nil {
 			b := day
 			if b.Count() >= uint64(c.MinDayVisits) {
-				spread := hourSpread(b, loc, scale)
+				spread := hourSpread(b, loc, scale, !a.fraction)
 				daily := math.Abs(x-b.Mean()) / spread
 				// Where the daily pattern explains at least three
 				// quarters of the short baseline's variance (as for
@@ -351,17 +351,32 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 					exp, half = b.Mean(), 3*spread
 				}
 				// Only a sample SpikeZ spreads from the slice's mean can
-				// be a spike for this hour (hourSpike only widens the
-				// spread), and only once a whole day has been seen, as
-				// for new extremes.
+				// be a spike for this hour (hourSpike measures from the
+				// nearer of two usual values), and only once a whole day
+				// has been seen, as for new extremes.
 				if daily >= c.SpikeZ && c.SpikeZ > 0 && ts-a.first >= dayMs {
-					hourZ, hourSp = a.hourSpike(ts, x, loc, spread, b)
+					hourZ, hourSp = a.hourSpike(ts, x, loc, spread, b), spread
 				}
+				// The level's surprise is averaged with the hour's in the
+				// quarter-level spread on counts too: the main likelihood
+				// is the one that heavy-tailed counts (NAB's tweet
+				// volumes) drive, and their hours' spread from a few dozen
+				// visits is no guide to their next burst.
+				mixed := daily
+				if !a.fraction {
+					mixed = math.Abs(x-b.Mean()) / hourSpread(b, loc, scale, false)
+				}
+				surprise = (surprise + minf(mixed, c.SurpriseCap)) / 2
 				daily = minf(daily, c.SurpriseCap)
-				surprise = (surprise + daily) / 2
-				// Likelihood.UpdateZ by its inlined steps.
+				// Likelihood.UpdateZ by its inlined steps. This
+				// likelihood starts once the slices are known, which on
+				// hourly data is days after the detector's own warm-up:
+				// it judges only once it has a warm-up of its own, not
+				// against a long-run distribution of one or two samples.
 				avg := a.dayLik.average(daily)
-				zDay = a.dayLik.z(avg)
+				if a.dayLik.long.n >= uint64(c.WarmUp) {
+					zDay = a.dayLik.z(avg)
+				}
 				a.dayLik.long.Update(avg)
 			}
 		}
@@ -701,29 +716,33 @@ func (a *Auto) spikePath(d, v, jump, hourZ float64, out bool) float64 {
 // night usually has, at noon, hides within it. The usual value is the
 // nearer of the slice's mean and the level plus the slice's offset (as in
 // usualForHour), so that a shift the level has followed is no spike for
-// days while the slices catch up. The spread is hourSpread (the
-// caller's spread) and, on a series of whole numbers, at least a
-// Poisson count's, sqrt(mean): a slice of small counts that happened to
-// vary little in its visits must not make every odd count a spike.
-// Observe asks only once a whole day has been seen, and uses the result
-// only where sp is at most half the short baseline's spread: where the
-// daily pattern explains at least three quarters of its variance.
-// Elsewhere the short baseline judges as well, and a slice's spread from
-// a few visits is the noisier of the two.
-func (a *Auto) hourSpike(ts int64, x, loc, spread float64, day *EWMA) (z, sp float64) {
-	sp = spread
-	if !a.fraction {
-		sp = max(sp, math.Sqrt(max(day.Mean(), 0.5)))
-	}
+// days while the slices catch up. The spread sp is hourSpread (the
+// caller's spread). Observe asks only once a whole day has been seen, and
+// uses the result only where sp is at most half the short baseline's
+// spread: where the daily pattern explains at least three quarters of
+// its variance. Elsewhere the short baseline judges as well, and a
+// slice's spread from a few visits is the noisier of the two.
+func (a *Auto) hourSpike(ts int64, x, loc, sp float64, day *EWMA) (z float64) {
 	d := min(math.Abs(x-day.Mean()), math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean))
-	return d / sp, sp
+	return d / sp
 }
 
 // hourSpread is the spread by which a time-of-day slice (day) judges a
-// value: its own, but never below a quarter of the level's (scale at
-// level loc), since a slice's spread is noisy with few visits.
-func hourSpread(day *EWMA, loc, scale float64) float64 {
-	return maxf(maxf(day.Std(), 0.25*scale), scaleFloor(loc))
+// value: its own, but never below a floor, since a slice's spread is
+// noisy with few visits. The floor is a quarter of the level's spread
+// (scale at level loc), which on a strong daily cycle is the cycle's, so
+// that a night's noise is judged by a quarter of the day's swing. On a
+// series of whole numbers (counts) the time-of-day likelihood, the
+// hour's spike and the verdict's band use a Poisson count's spread,
+// sqrt(mean), instead (counts): counting noise that no number of quiet
+// visits can rule out, and that does not grow with the cycle. Observe
+// says where the quarter-level floor is kept on counts too.
+func hourSpread(day *EWMA, loc, scale float64, counts bool) float64 {
+	floor := 0.25 * scale
+	if counts {
+		floor = math.Sqrt(max(day.Mean(), 0.5))
+	}
+	return maxf(maxf(day.Std(), floor), scaleFloor(loc))
 }
 
 // usualForHour reports whether x, a record, lies where this time of day
@@ -738,7 +757,11 @@ func (a *Auto) usualForHour(ts int64, x, loc, scale float64, day *EWMA) bool {
 	if day == nil || day.Count() < uint64(a.cfg.MinDayVisits) {
 		return false
 	}
-	near := extremeMinZ * hourSpread(day, loc, scale)
+	// Counts keep the quarter-level floor here: a clean daily cycle's
+	// records are its peak hours' noise beating the record by a hair, two
+	// or three Poisson spreads out, and at the Poisson floor those alert
+	// (TestAutoHourSpike's plain cycle does).
+	near := extremeMinZ * hourSpread(day, loc, scale, false)
 	return math.Abs(x-day.Mean()) < near || math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean) < near
 }
 
