@@ -449,6 +449,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		a.slope += a.slopeAlpha * (a.level.Loc() - loc - a.slope)
 	} else {
 		a.level.Update(x)
+		if a.level.steady() && day != nil {
+			a.anchorOffsets()
+		}
 	}
 	if day != nil {
 		day.Update(x)
@@ -763,6 +766,23 @@ func (a *Auto) usualForHour(ts int64, x, loc, scale float64, day *EWMA) bool {
 	// (TestAutoHourSpike's plain cycle does).
 	near := extremeMinZ * hourSpread(day, loc, scale, false)
 	return math.Abs(x-day.Mean()) < near || math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean) < near
+}
+
+// anchorOffsets sets every visited slice's offset to the slice's mean
+// less the level, once, when the level has become steady. Until then the
+// level is still on its way from the first samples (its clipping scale
+// starts from them: hourly data that starts at night takes it a week or
+// more to reach the daily mean), and offsets learnt against it carry
+// that distance for DayHalfLife visits more: on such a series the level
+// plus a night hour's offset lies far above the night, and a night surge
+// looks usual. The slice means, which never depended on the level, are
+// the anchor; from here on the offsets follow the level's trend again.
+func (a *Auto) anchorOffsets() {
+	for i := range a.offset {
+		if b := &a.day.buckets[i]; b.Count() > 0 {
+			a.offset[i].mean = b.Mean() - a.level.Loc()
+		}
+	}
 }
 
 // offset is a time-of-day slice's exponentially weighted mean and

@@ -79,3 +79,31 @@ func TestAutoCountsNightOutage(t *testing.T) {
 	require.InDelta(t, 330, v.Expected, 30, "the hour's usual count")
 	require.Less(t, v.Upper-v.Lower, 200.0, "the hour's band, not the cycle's")
 }
+
+// TestAutoAnchoredOffsets: the level starts from the first samples, a
+// night's, and takes more than a week of hourly data to reach the daily
+// mean; offsets learnt against it meanwhile put the level plus a night
+// hour's offset well above the night. Anchored to the slices' means when
+// the level becomes steady (day 9 here), a night at 150 % for three hours
+// on day 12 alerts; with the offsets as learnt it scored 0.47.
+func TestAutoAnchoredOffsets(t *testing.T) {
+	const step = 3600_000
+	cfg := DefaultAutoConfig()
+	at := 12*24 + 2
+	xs := scaleRows(hourlyCounts(3), at, 3, 1.5)
+	require.GreaterOrEqual(t, maxScoreAt(cfg, xs, step, at, at+2), cfg.Threshold)
+
+	// Right after the anchor (the sample's own slice has learnt it since),
+	// every slice's mean and the level plus its offset agree.
+	d := NewAuto(cfg)
+	for i, x := range xs[:at] {
+		d.Observe(int64(i)*step, x)
+		if d.level.steady() {
+			break
+		}
+	}
+	for i := range d.offset {
+		b := &d.day.buckets[i]
+		require.InDelta(t, b.Mean(), d.level.Loc()+d.offset[i].mean, 0.02*b.Mean(), "slice %d at the anchor", i)
+	}
+}

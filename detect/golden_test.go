@@ -32,7 +32,7 @@ var goldenChecksums = map[string]uint64{
 	"blocks/seasonal":               0xc1bb10dddc69ae6f,
 	"blocks/tails":                  0xa5aeaa562c0ab43b,
 	"kind/auto":                     0x945dacd0e0cf020d,
-	"kind/auto/snapshot":            0xec54bde0c369481d,
+	"kind/auto/snapshot":            0xbeb2df0b4c6cde4f,
 	"kind/cusum":                    0x4881f77effed4c25,
 	"kind/cusum/snapshot":           0x50f165d41c76b740,
 	"kind/ewma":                     0x93e283cef68c5409,
