@@ -339,8 +339,13 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if day != nil {
 			b := day
 			if b.Count() >= uint64(c.MinDayVisits) {
-				spread := hourSpread(b, loc, scale, !a.fraction)
-				daily := math.Abs(x-b.Mean()) / spread
+				quarter := hourSpread(b, loc, scale)
+				spread := quarter
+				if !a.fraction {
+					spread = countSpread(b, loc)
+				}
+				dev := math.Abs(x - b.Mean())
+				daily := dev / spread
 				// Where the daily pattern explains at least three
 				// quarters of the short baseline's variance (as for
 				// hourSpike), the verdict gives this hour's usual value
@@ -364,7 +369,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				// visits is no guide to their next burst.
 				mixed := daily
 				if !a.fraction {
-					mixed = math.Abs(x-b.Mean()) / hourSpread(b, loc, scale, false)
+					mixed = dev / quarter
 				}
 				surprise = (surprise + minf(mixed, c.SurpriseCap)) / 2
 				daily = minf(daily, c.SurpriseCap)
@@ -731,21 +736,23 @@ func (a *Auto) hourSpike(ts int64, x, loc, sp float64, day *EWMA) (z float64) {
 }
 
 // hourSpread is the spread by which a time-of-day slice (day) judges a
-// value: its own, but never below a floor, since a slice's spread is
-// noisy with few visits. The floor is a quarter of the level's spread
-// (scale at level loc), which on a strong daily cycle is the cycle's, so
-// that a night's noise is judged by a quarter of the day's swing. On a
-// series of whole numbers (counts) the time-of-day likelihood, the
-// hour's spike and the verdict's band use a Poisson count's spread,
-// sqrt(mean), instead (counts): counting noise that no number of quiet
-// visits can rule out, and that does not grow with the cycle. Observe
-// says where the quarter-level floor is kept on counts too.
-func hourSpread(day *EWMA, loc, scale float64, counts bool) float64 {
-	floor := 0.25 * scale
-	if counts {
-		floor = math.Sqrt(max(day.Mean(), 0.5))
-	}
-	return maxf(maxf(day.Std(), floor), scaleFloor(loc))
+// value: its own, but never below a quarter of the level's (scale at
+// level loc), since a slice's spread is noisy with few visits. On a
+// strong daily cycle the level's spread is the cycle's, so a night's
+// noise is judged by a quarter of the day's swing; on whole numbers
+// Observe uses countSpread instead where it can (and says where not).
+func hourSpread(day *EWMA, loc, scale float64) float64 {
+	return maxf(maxf(day.Std(), 0.25*scale), scaleFloor(loc))
+}
+
+// countSpread is hourSpread for a series of whole numbers (counts): the
+// slice's own spread floored at a Poisson count's, sqrt(mean), instead
+// of a quarter of the level's. That is counting noise, which no number
+// of quiet visits can rule out and which does not grow with the daily
+// cycle. The time-of-day likelihood, the hour's spike and the verdict's
+// band use it on counts.
+func countSpread(day *EWMA, loc float64) float64 {
+	return maxf(maxf(day.Std(), math.Sqrt(max(day.Mean(), 0.5))), scaleFloor(loc))
 }
 
 // usualForHour reports whether x, a record, lies where this time of day
@@ -764,7 +771,7 @@ func (a *Auto) usualForHour(ts int64, x, loc, scale float64, day *EWMA) bool {
 	// records are its peak hours' noise beating the record by a hair, two
 	// or three Poisson spreads out, and at the Poisson floor those alert
 	// (TestAutoHourSpike's plain cycle does).
-	near := extremeMinZ * hourSpread(day, loc, scale, false)
+	near := extremeMinZ * hourSpread(day, loc, scale)
 	return math.Abs(x-day.Mean()) < near || math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean) < near
 }
 
