@@ -724,12 +724,13 @@ func (a *Auto) spikePath(d, v, jump, hourZ float64, out bool) float64 {
 // night usually has, at noon, hides within it. The usual value is the
 // nearer of the slice's mean and the level plus the slice's offset (as in
 // usualForHour), so that a shift the level has followed is no spike for
-// days while the slices catch up. The spread sp is hourSpread (the
-// caller's spread). Observe asks only once a whole day has been seen, and
-// uses the result only where sp is at most half the short baseline's
-// spread: where the daily pattern explains at least three quarters of
-// its variance. Elsewhere the short baseline judges as well, and a
-// slice's spread from a few visits is the noisier of the two.
+// days while the slices catch up. The spread sp is the caller's
+// (hourSpread, or countSpread on counts). Observe asks only once a whole
+// day has been seen, and uses the result only where sp is at most half
+// the short baseline's spread: where the daily pattern explains at least
+// three quarters of its variance. Elsewhere the short baseline judges as
+// well, and a slice's spread from a few visits is the noisier of the
+// two.
 func (a *Auto) hourSpike(ts int64, x, loc, sp float64, day *EWMA) (z float64) {
 	d := min(math.Abs(x-day.Mean()), math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean))
 	return d / sp
