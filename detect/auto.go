@@ -578,10 +578,12 @@ func (a *Auto) belowThreshold(score float64) float64 {
 // (TestAutoPeakBounds checks the bounds against those functions). With no
 // peak (0), or one above 0.9, no z is below peakZ: above 0.9 the tail
 // probability is within ten times LogTailScore's offset of 1e-10, and
-// inverting it loses the precision the margin needs.
+// inverting it loses the precision the margin needs. Nor is there one
+// for a peak at or above the threshold (never set by Observe), since a
+// score below such a peak could still alert.
 func (a *Auto) setRunPeak(s float64) {
 	a.runPeak = s
-	if !(s > 0 && s <= 0.9) {
+	if !(s > 0 && s <= 0.9 && s < a.cfg.Threshold) {
 		a.peakZ, a.halfLo, a.halfHi = 0, 0, 0
 		return
 	}

@@ -14,7 +14,9 @@ import (
 func TestAutoPeakBounds(t *testing.T) {
 	score := func(z float64) float64 { return scoreZ(z, 0, 0) }
 	rng := rand.New(rand.NewPCG(1, 2))
-	var a Auto
+	cfg := DefaultAutoConfig()
+	cfg.Threshold = 0.95 // bounds for every peak up to 0.9
+	a := NewAuto(cfg)
 	const band = 1.0 / 512
 	tight := func(what string, s, z, target float64) {
 		t.Helper()
@@ -68,6 +70,15 @@ func TestAutoPeakBounds(t *testing.T) {
 		a.setRunPeak(s)
 		if a.peakZ != 0 {
 			t.Fatalf("runPeak %v: peakZ %v, want 0 (no sample below it)", s, a.peakZ)
+		}
+	}
+	// A peak at or above the threshold gets none either: a score below it
+	// could still alert.
+	b := NewAuto(DefaultAutoConfig())
+	for _, s := range []float64{0.6, 0.7} {
+		b.setRunPeak(s)
+		if b.peakZ != 0 {
+			t.Fatalf("runPeak %v at threshold 0.6: peakZ %v, want 0", s, b.peakZ)
 		}
 	}
 }
