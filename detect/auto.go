@@ -47,7 +47,9 @@ type AutoConfig struct {
 	// ExtremeAfter is the number of samples before new extremes count: in
 	// a short history every few samples sets a record. With DayBuckets on,
 	// new extremes also wait until a whole day has been seen, so that the
-	// first daily peak is not news.
+	// first daily peak is not news. The default is the warm-up's 30: on
+	// fast data the day is the longer wait, and on hourly data 60 samples
+	// would be two and a half days.
 	ExtremeAfter int `yaml:"extreme_after"`
 	// Quiet is the longest time, in samples, that an episode lasts after
 	// its alert: State stays anomalous and no new alert starts, so that
@@ -113,7 +115,7 @@ func DefaultAutoConfig() AutoConfig {
 		ShortHalfLife:    2,
 		LongHalfLife:     8000,
 		ExtremeTolerance: 0.02,
-		ExtremeAfter:     60,
+		ExtremeAfter:     30,
 		Quiet:            200,
 		Calm:             20,
 		DayBuckets:       24,

@@ -107,3 +107,28 @@ func TestAutoAnchoredOffsets(t *testing.T) {
 		require.InDelta(t, b.Mean(), d.level.Loc()+d.offset[i].mean, 0.02*b.Mean(), "slice %d at the anchor", i)
 	}
 }
+
+// TestAutoRecordOnDayTwo: new extremes wait for the warm-up and a whole
+// day of data, not for 60 samples as well: on hourly data 60 samples
+// are two and a half days, and a week-long series was blind to an
+// outage on day 2 that set a record low (to 20 % of a cycle whose nights
+// are at half its mean). The clean cycle raises nothing.
+func TestAutoRecordOnDayTwo(t *testing.T) {
+	const step = 3600_000
+	cfg := DefaultAutoConfig()
+	clean := func() []float64 {
+		rng := rand.New(rand.NewPCG(11, 2))
+		xs := make([]float64, 7*24)
+		for i := range xs {
+			xs[i] = 1000*(1+0.5*math.Sin(2*math.Pi*float64(i%24)/24)) + 30*rng.NormFloat64()
+		}
+		return xs
+	}
+	require.Less(t, maxScoreAt(cfg, clean(), step, cfg.WarmUp, 7*24-1), cfg.Threshold, "the cycle alone")
+	for _, at := range []int{34, 40, 46, 52} {
+		xs := clean()
+		xs[at] *= 0.2
+		xs[at+1] *= 0.2
+		require.GreaterOrEqual(t, maxScoreAt(cfg, xs, step, at, at+1), cfg.Threshold, "two hours at 20 %% from row %d", at)
+	}
+}
