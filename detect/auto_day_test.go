@@ -25,7 +25,8 @@ func hourlyCounts(seed uint64) []float64 {
 	return xs
 }
 
-// scale multiplies rows from..from+n-1 by f, rounded: counts stay counts.
+// scaleRows multiplies rows from..from+n-1 by f, rounded: counts stay
+// counts.
 func scaleRows(xs []float64, from, n int, f float64) []float64 {
 	out := append([]float64(nil), xs...)
 	for i := from; i < from+n; i++ {
@@ -37,9 +38,9 @@ func scaleRows(xs []float64, from, n int, f float64) []float64 {
 // TestAutoDayLikelihoodWarmUp: the time-of-day likelihood starts once the
 // slices are known, on hourly data on day 3, days after the detector's
 // warm-up. Judged against a long-run distribution of one sample, the
-// second sample's ordinary deviation from its hour scored 1.0 on some
-// series; with a warm-up of its own, the plain noisy cycle raises no
-// alert in its first day of judging.
+// second sample's ordinary deviation from its hour scored 1.0 on 3 of
+// these 50 series; with a warm-up of its own (WarmUp samples), the plain
+// noisy cycle raises no alert there.
 func TestAutoDayLikelihoodWarmUp(t *testing.T) {
 	const step = 3600_000
 	cfg := DefaultAutoConfig()
