@@ -8,22 +8,25 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// hourlyCounts is two weeks of hourly request counts on a strong daily
-// cycle: nights at 18 % of the afternoon peak of 1800, Poisson-like
-// noise, starting at midnight.
-func hourlyCounts(seed uint64) []float64 {
-	rng := rand.New(rand.NewPCG(seed, 8))
-	xs := make([]float64, 14*24)
+// hourlyCounts is days of hourly request counts on a strong daily cycle,
+// starting at midnight: activity from 07:00 to 23:00 peaking mid-afternoon
+// at peak per hour, nights at base of it, Poisson-like noise.
+func hourlyCounts(rng *rand.Rand, days int, peak, base float64) []float64 {
+	xs := make([]float64, days*24)
 	for i := range xs {
 		act, h := 0.0, float64(i%24)
 		if h > 7 && h < 23 {
 			act = math.Pow(math.Sin(math.Pi*(h-7)/16), 1.5)
 		}
-		lambda := 1800 * (0.18 + 0.82*act)
+		lambda := peak * (base + (1-base)*act)
 		xs[i] = math.Round(lambda + math.Sqrt(lambda)*rng.NormFloat64())
 	}
 	return xs
 }
+
+// nightCycle is TestAutoCountsNightOutage's and TestAutoAnchoredOffsets'
+// series: two weeks, nights at 18 % of a peak of 1800.
+func nightCycle() []float64 { return hourlyCounts(rand.New(rand.NewPCG(3, 8)), 14, 1800, 0.18) }
 
 // scaleRows multiplies rows from..from+n-1 by f, rounded: counts stay
 // counts.
@@ -66,7 +69,7 @@ func TestAutoDayLikelihoodWarmUp(t *testing.T) {
 func TestAutoCountsNightOutage(t *testing.T) {
 	const step = 3600_000
 	cfg := DefaultAutoConfig()
-	xs := hourlyCounts(3)
+	xs := nightCycle()
 	require.Less(t, maxScoreAt(cfg, xs, step, 2*24, len(xs)-1), cfg.Threshold, "the cycle alone")
 	for day := 4; day <= 12; day++ {
 		at := day*24 + 2 // 02:00
@@ -91,7 +94,7 @@ func TestAutoAnchoredOffsets(t *testing.T) {
 	const step = 3600_000
 	cfg := DefaultAutoConfig()
 	at := 12*24 + 2
-	xs := scaleRows(hourlyCounts(3), at, 3, 1.5)
+	xs := scaleRows(nightCycle(), at, 3, 1.5)
 	require.GreaterOrEqual(t, maxScoreAt(cfg, xs, step, at, at+2), cfg.Threshold)
 
 	// Right after the anchor (the sample's own slice has learnt it since),

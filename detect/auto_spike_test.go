@@ -106,16 +106,7 @@ func daySine(ts int64) float64 { return math.Sin(2 * math.Pi * float64(ts%dayMs)
 // does not.
 func TestAutoHourSpike(t *testing.T) {
 	const step = 3600_000
-	rng := rand.New(rand.NewPCG(1, 1))
-	xs := make([]float64, 6*7*24)
-	for i := range xs {
-		act, h := 0.0, float64(i%24)
-		if h > 7 && h < 23 {
-			act = math.Pow(math.Sin(math.Pi*(h-7)/16), 1.5)
-		}
-		lambda := 300 * (0.2 + 0.8*act)
-		xs[i] = math.Round(lambda + math.Sqrt(lambda)*rng.NormFloat64())
-	}
+	xs := hourlyCounts(rand.New(rand.NewPCG(1, 1)), 6*7, 300, 0.2)
 	cfg := DefaultAutoConfig()
 	require.Less(t, maxScoreAt(cfg, xs, step, 8*24, len(xs)-1), cfg.Threshold, "the cycle alone")
 
