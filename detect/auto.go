@@ -511,15 +511,15 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// A likelihood that scores below the excursion's peak is no new
 		// peak and reports 0 (see belowThreshold); only its side of half
 		// the peak counts, which z tells without the tail probability
-		// except within the bounds' margin.
-		switch {
-		case z < a.halfLo:
-			a.belowThreshold(0)
-		case z > a.halfHi:
-			a.runCalm = 0
-		default:
-			a.belowThreshold(scoreZ(z, 0, 0))
+		// except within the bounds' margin. belowThreshold is given a
+		// stand-in on the same side: 0 below half, half itself above.
+		s := 0.0
+		if z > a.halfHi {
+			s = a.runPeak / 2
+		} else if z >= a.halfLo {
+			s = scoreZ(z, 0, 0)
 		}
+		a.belowThreshold(s)
 	default:
 		score = maxf(extreme, spike)
 		if z > 0 {
