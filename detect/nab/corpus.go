@@ -26,27 +26,48 @@ import (
 // ".ffffff", which time.Parse accepts with this layout as well.
 const timeLayout = "2006-01-02 15:04:05"
 
+// timeLayouts are the other layouts parseTime accepts, tried in order
+// after timeLayout: RFC 3339 with a "T" or a space (pandas writes
+// "2014-01-01 00:05:00+00:00" for a zoned index), with or without a
+// zone, and either without seconds. A layout without a zone reads UTC;
+// a fraction of a second after the seconds is accepted by every layout
+// that has seconds.
+var timeLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02 15:04:05Z07:00",
+	"2006-01-02 15:04:05Z0700",
+	"2006-01-02T15:04:05",
+	"2006-01-02 15:04",
+	"2006-01-02T15:04",
+}
+
 // parseTime reads a timestamp of a data row or a window bound: NAB's
-// layout (UTC, optional fraction of a second), the same with a "T"
-// (RFC 3339, with or without a zone), or a Unix time in seconds or, from
-// 10^11 on (year 5138 in seconds), in milliseconds. Exports of other
-// monitoring systems come in the last three forms; all name one instant.
+// layout (UTC, optional fraction of a second), one of timeLayouts, or a
+// Unix time in seconds (whole or with a fraction, as scripts write
+// time.time()) or, from 10^11 on (year 5138 in seconds), in milliseconds.
+// Exports of other monitoring systems come in these forms; all name one
+// instant.
 func parseTime(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if t, err := time.Parse(timeLayout, s); err == nil {
 		return t, nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t, nil
-	}
-	if t, err := time.Parse("2006-01-02T15:04:05", s); err == nil {
-		return t, nil
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t, nil
+		}
 	}
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
 		if n >= 1e11 {
 			return time.UnixMilli(n).UTC(), nil
 		}
 		return time.Unix(n, 0).UTC(), nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && f >= 0 && f < 1e15 && strings.Contains(s, ".") {
+		if f >= 1e11 {
+			f /= 1000
+		}
+		return time.UnixMilli(int64(math.Round(f * 1000))).UTC(), nil
 	}
 	return time.Time{}, fmt.Errorf("%q is not a timestamp (want %q, RFC 3339 or Unix seconds or milliseconds)", s, timeLayout)
 }

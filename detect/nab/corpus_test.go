@@ -51,12 +51,18 @@ func TestParseTime(t *testing.T) {
 	for _, in := range []string{
 		"2014-01-01 00:05:00", "2014-01-01 00:05:00.000000", "2014-01-01T00:05:00",
 		"2014-01-01T00:05:00Z", "2014-01-01T01:05:00+01:00", "1388534700", "1388534700000", " 1388534700 ",
+		// pandas' zoned index, other offsets, no seconds, Unix seconds as floats
+		"2014-01-01 00:05:00+00:00", "2014-01-01 01:05:00+01:00", "2013-12-31 19:05:00-0500",
+		"2014-01-01 00:05:00Z", "2014-01-01 00:05", "2014-01-01T00:05", "1388534700.0", "1388534700000.0",
 	} {
 		got, err := parseTime(in)
 		require.NoError(t, err, in)
 		require.True(t, want.Equal(got), "%q read as %v", in, got)
 	}
-	for _, in := range []string{"", "yesterday", "2014-01-01", "-5", "1388534700.5"} {
+	got, err := parseTime("1388534700.25")
+	require.NoError(t, err)
+	require.True(t, want.Add(250*time.Millisecond).Equal(got), "fractional Unix seconds read as %v", got)
+	for _, in := range []string{"", "yesterday", "2014-01-01", "-5", "-1388534700.5", "1e300", "NaN", "2014-01-01 25:00"} {
 		_, err := parseTime(in)
 		require.ErrorContains(t, err, "is not a timestamp", in)
 	}
