@@ -88,8 +88,12 @@ type AutoConfig struct {
 	// SpikeRate mutes the spike path on a series whose crossings of the
 	// bound (counted once per excursion, since the warm-up) are more
 	// frequent than this share of samples: a heavy-tailed series, whose
-	// spikes are not news. One crossing is no rate: the path mutes only
-	// once there have been more than 1 + SpikeRate × samples.
+	// spikes are not news. Only short excursions count, of at most two
+	// ShortHalfLife samples beyond the bound their first sample crossed:
+	// a longer one is an episode (an outage, a shift) that the
+	// likelihoods see as well, not a sample from a heavy tail. One
+	// crossing is no rate: the path mutes only once there have been more
+	// than 1 + SpikeRate × samples.
 	SpikeRate float64 `yaml:"spike_rate"`
 	// JumpZ lets the spike path see jumps too: a change from the previous
 	// sample of JumpZ robust standard deviations of the series' changes
@@ -249,8 +253,17 @@ type Auto struct {
 	first     int64  // timestamp of the first sample
 	spike     EWMA   // the spike path's baseline
 	crossings uint64 // spike-path crossings after the warm-up, once per excursion
-	out       bool   // the previous sample was beyond the spike bound
-	fraction  bool   // some value seen was not a whole number
+	// The spike path's current excursion (see excursion): its length
+	// so far in samples, 0 when there is none, saturating at shortRun+1;
+	// whether it counts as a crossing if it ends short (counts); and the
+	// short baseline's mean and variance when it began, whose bound it
+	// lasts beyond (exMean, exVar). shortRun, the longest excursion that
+	// counts, is derived from ShortHalfLife.
+	run           uint64
+	counts        bool
+	exMean, exVar float64
+	shortRun      uint64
+	fraction      bool // some value seen was not a whole number
 	// The level when the highest and lowest values were set: a record
 	// must be beaten by as much as the level has since moved towards it,
 	// so that a drifting level does not make records cheap.
@@ -291,7 +304,10 @@ func NewAuto(c AutoConfig) *Auto {
 		// LogTailScore(p) < Threshold/2, solved for p once.
 		calmP:   math.Pow(1e-10, c.Threshold/2) - 1e-10,
 		spikeZ2: c.SpikeZ * c.SpikeZ,
-		level:   NewRobust(levelAlpha, 3),
+		// Two half-lives of the likelihoods' short average: by then it
+		// weighs a lasting excursion at three quarters.
+		shortRun: uint64(math.Ceil(2 * c.ShortHalfLife)),
+		level:    NewRobust(levelAlpha, 3),
 		// 0.05: surprise is in standard deviations, so a long-run spread
 		// below 0.05 is noise, not a baseline to measure excursions by.
 		lik:    NewLikelihood(c.ShortHalfLife, c.LongHalfLife, 0.05),
@@ -437,15 +453,17 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		v := maxf(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
 		n := a.spike.Count()
 		a.spike.Update(x)
+		out := d*d >= a.spikeZ2*v
+		if a.run > 0 {
+			a.excursion(x, out, jump)
+		}
 		// The hour's baseline judges only where it is at most half as
 		// wide as the short baseline (see hourSpike).
 		if hourZ > 0 && 4*hourSp*hourSp > v {
 			hourZ = 0
 		}
-		if out := d*d >= a.spikeZ2*v; (out || jump >= c.SpikeZ || hourZ >= c.SpikeZ) && n >= 2 {
-			spike = a.spikePath(d, v, jump, hourZ, out)
-		} else {
-			a.out = false
+		if (out || jump >= c.SpikeZ || hourZ >= c.SpikeZ) && n >= 2 {
+			spike = a.spikePath(m, d, v, jump, hourZ, out)
 		}
 	}
 	a.prev = x
@@ -685,18 +703,19 @@ func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float
 	return 0
 }
 
-// spikePath returns the spike path's score for x and learns x: the plain
-// z-score's score beyond SpikeZ (or, for a jump, the jump's, in the same
-// units), 0 within it or while the series' crossings exceed
-// 1 + SpikeRate × samples. A crossing counts once per excursion, so a
-// level shift counts as one event, not as every sample until the
-// baseline catches up; crossings count only after the warm-up and are
-// judged before the sample's own crossing counts. One earlier crossing is
-// allowed whatever the length, since one event is no rate: on a short
-// series the first incident must not mute the second. Within the bounds
-// (most samples) it costs one EWMA update and two comparisons.
+// spikePath returns the spike path's score for x: the plain z-score's
+// score beyond SpikeZ (or, for a jump, the jump's, in the same units), 0
+// within it or while the series' crossings exceed 1 + SpikeRate ×
+// samples. A crossing counts once per excursion, when it ends (see
+// excursion), and only for a short one: a level shift or an outage of
+// many samples is no evidence of a heavy tail, and a series whose
+// incidents recur must keep paging for them. Crossings count only after
+// the warm-up. One earlier crossing is allowed whatever the length,
+// since one event is no rate: on a short series the first incident must
+// not mute the second. Within the bounds (most samples) the path costs
+// one EWMA update and two comparisons.
 //
-// Observe has already learnt x, computed its distance d from the mean
+// Observe has already learnt x, computed its distance d from the mean m
 // before and the variance v it is judged by, and found it beyond the
 // bound (out), a jump or a spike for its hour (hourZ, see hourSpike).
 // An excursion seen only against the hour's baseline is muted by the
@@ -704,7 +723,7 @@ func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float
 // dozen visits, and after a shift the slices lag the level for days, so
 // such crossings would mute the spike path where its own baseline has
 // seen nothing unusual.
-func (a *Auto) spikePath(d, v, jump, hourZ float64, out bool) float64 {
+func (a *Auto) spikePath(m, d, v, jump, hourZ float64, out bool) float64 {
 	c := &a.cfg
 	z := max(jump, hourZ)
 	if out {
@@ -715,11 +734,42 @@ func (a *Auto) spikePath(d, v, jump, hourZ float64, out bool) float64 {
 	if float64(a.crossings) <= 1+c.SpikeRate*float64(seen) {
 		s = zScore(z)
 	}
-	if !a.out && seen > 0 && (out || jump >= c.SpikeZ) {
-		a.crossings++
+	if a.run == 0 {
+		a.run, a.counts = 1, seen > 0 && (out || jump >= c.SpikeZ)
+		a.exMean, a.exVar = m, v
 	}
-	a.out = true
 	return s
+}
+
+// excursion follows the spike path's excursion with x, the next sample
+// (out: beyond the short baseline's bound; jump: its step, as in
+// Observe). The excursion lasts while samples stay beyond the bound its
+// first sample crossed, measured from the baseline as it was then: the
+// baseline itself widens within a few samples of an outage, which would
+// make every outage look short. It ends on the first sample back within
+// that bound, unless the sample is a jump (the way back from a spike is
+// part of it); it counts as a crossing if it may (it began beyond the
+// bound or as a jump, after the warm-up) and lasted at most shortRun
+// samples. A longer one ends, uncounted, once a sample is within the
+// current baseline's bound as well, so that a lasting shift does not
+// keep the path from counting the spikes that follow it.
+func (a *Auto) excursion(x float64, out bool, jump float64) {
+	if jump >= a.cfg.SpikeZ {
+		a.run = min(a.run+1, a.shortRun+1)
+		return
+	}
+	e := x - a.exMean
+	switch {
+	case e*e < a.spikeZ2*a.exVar:
+		if a.counts && a.run <= a.shortRun {
+			a.crossings++
+		}
+		a.run, a.counts = 0, false
+	case a.run > a.shortRun && !out:
+		a.run, a.counts = 0, false
+	default:
+		a.run = min(a.run+1, a.shortRun+1)
+	}
 }
 
 // hourSpike returns x's distance from this hour's usual value, in spreads
@@ -860,7 +910,10 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.i64(int64(a.calm))
 	a.spike.encode(w)
 	w.u64(a.crossings)
-	w.bool(a.out)
+	w.u64(a.run)
+	w.bool(a.counts)
+	w.f64(a.exMean)
+	w.f64(a.exVar)
 	w.bool(a.fraction)
 	w.f64(a.runPeak)
 	w.i64(int64(a.runCalm))
@@ -899,7 +952,10 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.calm = int(r.i64())
 	a.spike.decode(r)
 	a.crossings = r.u64()
-	a.out = r.bool()
+	a.run = r.u64()
+	a.counts = r.bool()
+	a.exMean = r.f64()
+	a.exVar = r.f64()
 	a.fraction = r.bool()
 	a.setRunPeak(r.f64())
 	a.runCalm = int(r.i64())

@@ -114,3 +114,57 @@ func TestAutoHourSpike(t *testing.T) {
 	xs[drop] *= 0.3
 	require.GreaterOrEqual(t, maxScoreAt(cfg, xs, step, drop, drop), cfg.Threshold, "an hour at 30 %")
 }
+
+// TestAutoEpisodesDoNotMute: three outages of twenty samples at +10σ
+// do not mute the spike path, and a one-sample spike later still alerts.
+// An episode that long is no sample from a heavy tail; counted as
+// crossings, the first outage and the outlier before it muted the path
+// for the second.
+func TestAutoEpisodesDoNotMute(t *testing.T) {
+	xs := spikeSeries(2000, 1800)
+	for _, at := range []int{400, 700, 1000} {
+		for i := at; i < at+20; i++ {
+			xs[i] += 10
+		}
+	}
+	cfg := DefaultAutoConfig()
+	for _, at := range []int{400, 700, 1000} {
+		require.GreaterOrEqual(t, maxScore(cfg, xs, at, at+2), cfg.Threshold, "outage at %d alerts", at)
+	}
+	require.GreaterOrEqual(t, maxScore(cfg, xs, 1800, 1800), cfg.Threshold, "spike after the outages alerts")
+	d := NewAuto(cfg)
+	var before uint64
+	for i, x := range xs[:1300] {
+		if i == 400 {
+			before = d.crossings
+		}
+		d.Observe(int64(i)*60_000, x)
+	}
+	require.Equal(t, uint64(1), before, "the outlier at row 100 is a crossing")
+	require.Equal(t, before, d.crossings, "outages counted as crossings")
+}
+
+// TestAutoSpikesAfterShiftCount: after a lasting shift of +10σ, spikes
+// every 200 samples still count as crossings and mute the spike path as
+// on a series without the shift (TestAutoSpikePathMutes): the shift is
+// one long excursion, which ends once the short baseline has caught up.
+func TestAutoSpikesAfterShiftCount(t *testing.T) {
+	xs := spikeSeries(6000)
+	for i := 400; i < len(xs); i++ {
+		xs[i] += 10
+	}
+	var spikes []int
+	for s := 1000; s < len(xs); s += 200 {
+		spikes = append(spikes, s)
+		xs[s] = 118
+	}
+	cfg := DefaultAutoConfig()
+	d := NewAuto(cfg)
+	for i, x := range xs {
+		v := d.Observe(int64(i)*60_000, x)
+		if i >= 3000 && x == 118 {
+			require.Less(t, v.Score, cfg.Threshold, "spike at %d", i)
+		}
+	}
+	require.Greater(t, d.crossings, uint64(20), "spikes after the shift counted")
+}
