@@ -153,9 +153,7 @@ func TestAutoSpikesAfterShiftCount(t *testing.T) {
 	for i := 400; i < len(xs); i++ {
 		xs[i] += 10
 	}
-	var spikes []int
 	for s := 1000; s < len(xs); s += 200 {
-		spikes = append(spikes, s)
 		xs[s] = 118
 	}
 	cfg := DefaultAutoConfig()
