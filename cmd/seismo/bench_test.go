@@ -160,3 +160,33 @@ func TestBenchNABFiles(t *testing.T) {
 		`    missed window 2015-01-01 03:00:00 to 2015-01-01 03:20:00\n`+
 		`    false alarms at 2015-01-01 08:20:00\n`, out)
 }
+
+// TestBenchNABOddExports: exports converted by other tools still score.
+// The series written with pandas' zoned timestamps and the spike at 08:20
+// is found in its window; a file with a header only, one with a single
+// row, and one of fractional Unix seconds are read and listed, not fatal.
+func TestBenchNABOddExports(t *testing.T) {
+	data := writeNABCorpus(t)
+	series, err := os.ReadFile(filepath.Join(data, "data", "cat", "series.csv"))
+	require.NoError(t, err)
+	zoned := strings.ReplaceAll(string(series), ":00,", ":00+00:00,")
+	require.NotEqual(t, string(series), zoned)
+	files := map[string]string{
+		"data/cat/zoned.csv": zoned,
+		"data/cat/empty.csv": "timestamp,value\n",
+		"data/cat/one.csv":   "timestamp,value\n1420070400.5,3\n",
+		"labels/combined_windows.json": `{"cat/zoned.csv": [["2015-01-01 08:10:00+00:00", "2015-01-01 08:30:00+00:00"]],
+			"cat/empty.csv": [], "cat/one.csv": []}`,
+	}
+	for p, content := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(data, filepath.FromSlash(p)), []byte(content), 0o644))
+	}
+	var stdout, stderr bytes.Buffer
+	code := runCLI(context.Background(), []string{"bench", "nab", "--data", data, "--files"}, &stdout, &stderr, nil)
+	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	out := stdout.String()
+	require.Contains(t, out, `NAB: detector "auto" over 3 files, 601 rows (2 missing values), 1 windows`)
+	require.Regexp(t, `cat/zoned\.csv\s+600\s+1\s+\S+\s+1\s+0\s+0\n`, out)
+	require.Regexp(t, `cat/empty\.csv\s+0\s+0\s+`, out)
+	require.Regexp(t, `cat/one\.csv\s+1\s+0\s+`, out)
+}
