@@ -61,16 +61,24 @@ func TestAutoSpikePathMutes(t *testing.T) {
 	for s := 200; s < 6000; s += 200 {
 		spikes = append(spikes, s)
 	}
-	xs := spikeSeries(6000, spikes...)
+	d := requireMutedFrom(t, spikeSeries(6000, spikes...), 108, 3000)
+	require.Greater(t, d.crossings, uint64(3), "crossings counted")
+}
+
+// requireMutedFrom runs a fresh default detector over xs at a 1-minute
+// step, requires every sample equal to spike from row from on to score
+// below the threshold, and returns the detector.
+func requireMutedFrom(t *testing.T, xs []float64, spike float64, from int) *Auto {
+	t.Helper()
 	cfg := DefaultAutoConfig()
 	d := NewAuto(cfg)
 	for i, x := range xs {
 		v := d.Observe(int64(i)*60_000, x)
-		if i >= 3000 && x == 108 {
+		if i >= from && x == spike {
 			require.Less(t, v.Score, cfg.Threshold, "spike at %d", i)
 		}
 	}
-	require.Greater(t, d.crossings, uint64(3), "crossings counted")
+	return d
 }
 
 // TestAutoJump: a sudden drop to 30 % for three samples that stays within
@@ -156,13 +164,6 @@ func TestAutoSpikesAfterShiftCount(t *testing.T) {
 	for s := 1000; s < len(xs); s += 200 {
 		xs[s] = 118
 	}
-	cfg := DefaultAutoConfig()
-	d := NewAuto(cfg)
-	for i, x := range xs {
-		v := d.Observe(int64(i)*60_000, x)
-		if i >= 3000 && x == 118 {
-			require.Less(t, v.Score, cfg.Threshold, "spike at %d", i)
-		}
-	}
+	d := requireMutedFrom(t, xs, 118, 3000)
 	require.Greater(t, d.crossings, uint64(20), "spikes after the shift counted")
 }
