@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,10 +50,16 @@ func TestGCPercentFor(t *testing.T) {
 func TestGCHeadroomSetsPercent(t *testing.T) {
 	prev := debug.SetGCPercent(agentGCPercent)
 	defer debug.SetGCPercent(prev)
+	// Read through runtime/metrics, not SetGCPercent(-1) and back: the
+	// tuner sets a percent once, and a read that writes the old value back
+	// just after would undo it for good.
 	gcPercent := func() int {
-		p := debug.SetGCPercent(-1)
-		debug.SetGCPercent(p)
-		return p
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		metrics.Read(s)
+		if s[0].Value.Kind() != metrics.KindUint64 {
+			return -1 // no such metric: never the percent waited for
+		}
+		return int(s[0].Value.Uint64())
 	}
 	var live atomic.Uint64
 	live.Store(3 << 20)
