@@ -250,6 +250,7 @@ type Auto struct {
 	step      Robust     // change from the previous sample
 	stepLk    Likelihood // likelihood of step surprise
 	prev      float64
+	prevTs    int64  // the previous sample's timestamp, for its time-of-day slice
 	first     int64  // timestamp of the first sample
 	spike     EWMA   // the spike path's baseline
 	crossings uint64 // spike-path crossings after the warm-up, once per excursion
@@ -336,10 +337,14 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	now := loc + a.lag*a.slope // where the trend puts the level now
 	scale := maxf(a.level.Scale(), scaleFloor(loc))
 	surprise := 0.0
-	extreme := 0.0            // the new-extreme score; 0 if x is no new extreme
-	zDay, zStep := 0.0, 0.0   // likelihood z-values (see Likelihood.UpdateZ)
-	jump := 0.0               // the step in the spike path's units (SpikeZ/JumpZ per step σ)
+	extreme := 0.0          // the new-extreme score; 0 if x is no new extreme
+	zDay, zStep := 0.0, 0.0 // likelihood z-values (see Likelihood.UpdateZ)
+	jump := 0.0             // the step in the spike path's units (SpikeZ/JumpZ per step σ)
+	// The change from the previous sample and the spread of changes it
+	// is judged by (see patterned).
+	change, changeSp := 0.0, 0.0
 	hourZ, hourSp := 0.0, 0.0 // distance from this hour's usual value, in hourSp (see hourSpike)
+	daySp := 0.0              // this hour's spread once its slice is known, else 0 (see patterned)
 	// The verdict's expected value and band half-width: the trend-carried
 	// level's, or this hour's (see below).
 	exp, half := now, 3*scale
@@ -364,6 +369,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				}
 				dev := math.Abs(x - b.Mean())
 				daily := dev / spread
+				daySp = spread
 				// Where the daily pattern explains at least three
 				// quarters of the short baseline's variance (as for
 				// hourSpike), the verdict gives this hour's usual value
@@ -407,6 +413,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		dev := math.Abs(d - a.step.Loc())
 		js := maxf(a.step.Scale(), scaleFloor(loc))
 		step := dev / js
+		change, changeSp = d, js
 		// A jump needs dev ≥ JumpZ·js (and, on whole numbers, dev² ≥
 		// JumpZ²·2·level); only then is its size worked out.
 		if c.JumpZ > 0 && c.SpikeZ > 0 && dev >= c.JumpZ*js {
@@ -463,10 +470,15 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			hourZ = 0
 		}
 		if (out || jump >= c.SpikeZ || hourZ >= c.SpikeZ) && n >= 2 {
-			spike = a.spikePath(m, d, v, jump, hourZ, out)
+			spike = a.spikePath(m, d, v, jump, c.JumpZ*changeSp, hourZ, out)
+			// A move the daily pattern makes scores nothing, but its
+			// excursion is followed as any other.
+			if spike > 0 && a.patterned(ts, x, m, daySp, change, changeSp, day) {
+				spike = 0
+			}
 		}
 	}
-	a.prev = x
+	a.prev, a.prevTs = x, ts
 	if a.level.steady() {
 		a.level.learn(a.level.clipped(x))
 		// The slope is learnt once the level is steady: before, it moves
@@ -717,13 +729,13 @@ func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float
 //
 // Observe has already learnt x, computed its distance d from the mean m
 // before and the variance v it is judged by, and found it beyond the
-// bound (out), a jump or a spike for its hour (hourZ, see hourSpike).
-// An excursion seen only against the hour's baseline is muted by the
+// bound (out), a jump (whose least step is jumpBound) or a spike for
+// its hour (hourZ, see hourSpike). An excursion seen only against the hour's baseline is muted by the
 // crossings but does not count as one: a slice's spread comes from a few
 // dozen visits, and after a shift the slices lag the level for days, so
 // such crossings would mute the spike path where its own baseline has
 // seen nothing unusual.
-func (a *Auto) spikePath(m, d, v, jump, hourZ float64, out bool) float64 {
+func (a *Auto) spikePath(m, d, v, jump, jumpBound, hourZ float64, out bool) float64 {
 	c := &a.cfg
 	z := max(jump, hourZ)
 	if out {
@@ -737,6 +749,12 @@ func (a *Auto) spikePath(m, d, v, jump, hourZ float64, out bool) float64 {
 	if a.run == 0 {
 		a.run, a.counts = 1, seen > 0 && (out || jump >= c.SpikeZ)
 		a.exMean, a.exVar = m, v
+		if !out && jump >= c.SpikeZ {
+			// A jump within the short baseline's bound: the excursion
+			// lasts while samples stay a jump (jumpBound) from the sample
+			// before it, so that a step that stays is a long excursion.
+			a.exMean, a.exVar = a.prev, jumpBound*jumpBound/a.spikeZ2
+		}
 	}
 	return s
 }
@@ -746,7 +764,10 @@ func (a *Auto) spikePath(m, d, v, jump, hourZ float64, out bool) float64 {
 // Observe). The excursion lasts while samples stay beyond the bound its
 // first sample crossed, measured from the baseline as it was then: the
 // baseline itself widens within a few samples of an outage, which would
-// make every outage look short. It ends on the first sample back within
+// make every outage look short. An excursion that began as a jump within
+// that bound lasts while samples stay a jump from the sample before it,
+// so that a step that stays (a daily schedule's) is a long excursion,
+// not a spike that ended on its second sample. It ends on the first sample back within
 // that bound, unless the sample is a jump (the way back from a spike is
 // part of it); it counts as a crossing if it may (it began beyond the
 // bound or as a jump, after the warm-up) and lasted at most shortRun
@@ -770,6 +791,43 @@ func (a *Auto) excursion(x float64, out bool, jump float64) {
 	default:
 		a.run = min(a.run+1, a.shortRun+1)
 	}
+}
+
+// patterned reports whether x, a sample the spike path would score, is
+// what the daily pattern makes of this time of day, so that it is no
+// spike however far it lies from the short baseline or however large
+// its step. Three things must hold, once a whole day has been seen and
+// this hour's slice is known (sp, its spread, is then set; see
+// Observe):
+//
+//   - x is no spike for its hour: within SpikeZ spreads of the slice's
+//     mean;
+//   - its change from the previous sample (d) is, within the jump bound
+//     (JumpZ spreads of changes, js), the change between the two
+//     samples' slices;
+//   - the short baseline's mean (m) lies beyond extremeMinZ spreads of
+//     this hour's usual value: it lags the daily pattern, which is why
+//     x is out of its bounds. Where the short baseline agrees with the
+//     hour, a sample out of its bounds is news for both, however wide
+//     the slice (an earlier incident at this hour widens it).
+//
+// A service at 60 requests by night and 300 by day steps twice a day;
+// after a day without its morning step, the next morning's step meets a
+// short baseline that has seen only the night. Both are the pattern,
+// not news. Their excursions still count (see excursion): a step that
+// stays is a long one, which never mutes the path, so that a short
+// outage by day is still paged.
+func (a *Auto) patterned(ts int64, x, m, sp, d, js float64, day *EWMA) bool {
+	c := &a.cfg
+	if sp == 0 || ts-a.first < dayMs {
+		return false
+	}
+	before := a.day.At(a.prevTs)
+	if before.Count() < uint64(c.MinDayVisits) {
+		return false
+	}
+	usual := day.Mean() - before.Mean()
+	return math.Abs(d-usual) < c.JumpZ*js && math.Abs(x-day.Mean()) < c.SpikeZ*sp && math.Abs(m-day.Mean()) >= extremeMinZ*sp
 }
 
 // hourSpike returns x's distance from this hour's usual value, in spreads
@@ -900,6 +958,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	a.step.encode(w)
 	a.stepLk.encode(w)
 	w.f64(a.prev)
+	w.i64(a.prevTs)
 	w.f64(a.lo)
 	w.f64(a.hi)
 	w.f64(a.locLo)
@@ -942,6 +1001,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.step.decode(r)
 	a.stepLk.decode(r)
 	a.prev = r.f64()
+	a.prevTs = r.i64()
 	a.lo = r.f64()
 	a.hi = r.f64()
 	a.locLo = r.f64()
