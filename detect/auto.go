@@ -417,10 +417,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// A jump needs dev ≥ JumpZ·js (and, on whole numbers, dev² ≥
 		// JumpZ²·2·level); only then is its size worked out.
 		if c.JumpZ > 0 && c.SpikeZ > 0 && dev >= c.JumpZ*js {
-			if pf := 2 * max(loc, 0.5); !a.fraction && js*js < pf {
-				js = math.Sqrt(pf)
-			}
-			jump = dev / js * c.SpikeZ / c.JumpZ
+			jump = dev / a.jumpSpread(js, loc) * c.SpikeZ / c.JumpZ
 		}
 		avg := a.stepLk.average(minf(step, c.SurpriseCap))
 		zStep = a.stepLk.z(avg)
@@ -470,10 +467,13 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			hourZ = 0
 		}
 		if (out || jump >= c.SpikeZ || hourZ >= c.SpikeZ) && n >= 2 {
-			spike = a.spikePath(m, d, v, jump, c.JumpZ*changeSp, hourZ, out)
+			// The spread of changes a jump is measured in, for the
+			// excursion's bound and the daily pattern's change.
+			js := a.jumpSpread(changeSp, loc)
+			spike = a.spikePath(m, d, v, jump, c.JumpZ*js, hourZ, out)
 			// A move the daily pattern makes scores nothing, but its
 			// excursion is followed as any other.
-			if spike > 0 && a.patterned(ts, x, m, daySp, change, changeSp, day) {
+			if spike > 0 && a.patterned(ts, x, m, daySp, change, js, day) {
 				spike = 0
 			}
 		}
@@ -730,8 +730,8 @@ func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float
 // Observe has already learnt x, computed its distance d from the mean m
 // before and the variance v it is judged by, and found it beyond the
 // bound (out), a jump (whose least step is jumpBound) or a spike for
-// its hour (hourZ, see hourSpike). An excursion seen only against the hour's baseline is muted by the
-// crossings but does not count as one: a slice's spread comes from a few
+// its hour (hourZ, see hourSpike). An excursion seen only against the
+// hour's baseline is muted by the crossings but does not count as one: a slice's spread comes from a few
 // dozen visits, and after a shift the slices lag the level for days, so
 // such crossings would mute the spike path where its own baseline has
 // seen nothing unusual.
@@ -767,8 +767,8 @@ func (a *Auto) spikePath(m, d, v, jump, jumpBound, hourZ float64, out bool) floa
 // make every outage look short. An excursion that began as a jump within
 // that bound lasts while samples stay a jump from the sample before it,
 // so that a step that stays (a daily schedule's) is a long excursion,
-// not a spike that ended on its second sample. It ends on the first sample back within
-// that bound, unless the sample is a jump (the way back from a spike is
+// not a spike that ended on its second sample. It ends on the first
+// sample back within that bound, unless the sample is a jump (the way back from a spike is
 // part of it); it counts as a crossing if it may (it began beyond the
 // bound or as a jump, after the warm-up) and lasted at most shortRun
 // samples. A longer one ends, uncounted, once a sample is within the
@@ -791,6 +791,18 @@ func (a *Auto) excursion(x float64, out bool, jump float64) {
 	default:
 		a.run = min(a.run+1, a.shortRun+1)
 	}
+}
+
+// jumpSpread is the spread of changes a jump is measured in: js, the
+// robust spread of the series' changes, but on whole numbers at least
+// that of the difference of two Poisson counts at level loc, √(2 ×
+// level), so that the first few errors on a series of zeros are no jump
+// of infinite size.
+func (a *Auto) jumpSpread(js, loc float64) float64 {
+	if pf := 2 * max(loc, 0.5); !a.fraction && js*js < pf {
+		return math.Sqrt(pf)
+	}
+	return js
 }
 
 // patterned reports whether x, a sample the spike path would score, is
