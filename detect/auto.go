@@ -249,6 +249,7 @@ type Auto struct {
 	dayLik    Likelihood // likelihood of the time-of-day surprise alone
 	step      Robust     // change from the previous sample
 	stepLk    Likelihood // likelihood of step surprise
+	prof      dayProfile // the day's shape between slices; unused when DayBuckets is 0
 	prev      float64
 	prevTs    int64  // the previous sample's timestamp, for its time-of-day slice
 	first     int64  // timestamp of the first sample
@@ -319,6 +320,7 @@ func NewAuto(c AutoConfig) *Auto {
 	if c.DayBuckets > 0 {
 		a.day = NewSeasonal(dayMs, c.DayBuckets, AlphaForHalfLife(c.DayHalfLife))
 		a.dayLik = NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05)
+		a.prof = newDayProfile(c.DayBuckets, c)
 		a.offset = make([]offset, c.DayBuckets)
 		a.offsetSteady = max(a.day.buckets[0].startUntil, uint64(c.MinDayVisits)+1)
 	}
@@ -448,6 +450,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	z := a.lik.z(avg)
 	a.lik.long.Update(avg)
 	z = maxf(maxf(z, zDay), zStep)
+	if day != nil {
+		z = maxf(z, a.prof.observe(&a.day, a.day.Bucket(ts), ts, x, scale, c.SurpriseCap, uint64(c.WarmUp)))
+	}
 	// The spike path (see spikePath), whose common case, a sample within
 	// the bounds, is written out here so that it makes no call.
 	spike := 0.0
@@ -992,6 +997,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
+		a.prof.encode(w)
 		for _, o := range a.offset {
 			w.f64(o.mean)
 			w.f64(o.vr)
@@ -1035,6 +1041,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)
+		a.prof.decode(r)
 		for i := range a.offset {
 			a.offset[i].mean = r.f64()
 			a.offset[i].vr = r.f64()

@@ -1,0 +1,190 @@
+package detect
+
+import "math"
+
+// dayProfile is the day's shape between the time-of-day slices' means,
+// for series whose daily curve moves within a slice (a 1-minute KPI's
+// morning ramp moves it by a fifth in an hour, which widens the slice's
+// spread by as much as a real dip). Per slice it keeps the mean of each
+// whole day's visit, averaged over days (half-life profileDays), and
+// predicts a sample either from that mean or from a line between the
+// centres of its slice and the nearer neighbour, whichever has
+// predicted this slice better so far: a curve is read between centres,
+// a schedule that steps at a slice's edge keeps its steps. The series'
+// offset from the profile today (a robust location with the slices'
+// half-life in samples) is added, so a day that runs 15 % low overall
+// is no incident at every sample; what is left is judged in the
+// slice's own spread of it (the prediction's usual error there), and
+// its likelihood is the fourth of auto's.
+type dayProfile struct {
+	slices []profileSlice
+	// today's offset from the profile, learnt from the residuals
+	off Robust
+	lik Likelihood
+	// alpha for a slice's squared errors, per sample, and the samples
+	// weighted equally before it takes over (see equalWeightsUntil)
+	errAlpha float64
+	errEqual uint64
+	// the errors a slice must have learnt before it judges: as many as
+	// the visits a time-of-day slice needs (MinDayVisits), so that on
+	// hourly data, one sample a visit, a slice's spread is not one error
+	minErrs uint64
+	// 1/the slices' width in ms, for a position within a slice
+	invWidth float64
+}
+
+// profileSlice is one time-of-day slice of a dayProfile.
+type profileSlice struct {
+	from     int64   // the start of the visit being summed (its slice's span that day)
+	sum, cnt float64 // this visit's sum and count
+	mean     float64 // visits' means, averaged over days
+	days     uint64  // whole visits in mean
+	// The mean squared errors of the two predictions (flat: the slice's
+	// mean; line: between centres), once the slice is known, and how
+	// many samples they hold (equal weights until 1/errAlpha).
+	flat, line float64
+	n          uint64
+}
+
+const (
+	// profileDays is the half-life, in days, of a slice's mean of
+	// whole visits: the profile follows a change of the day's shape
+	// within a few days.
+	profileDays = 3
+	// profileKnown is the whole visits after which a slice predicts. Its
+	// errors are learnt unclipped over the next visit (that day's errors
+	// are the profile's own, e.g. a step inside the slice, which the
+	// line between centres misses), and it judges from the visit after
+	// that, once it has learnt MinDayVisits errors. The likelihood
+	// learns from the first predicting visit on, so that on the first
+	// judging day it is not judging against a few dozen samples.
+	profileKnown = 2
+)
+
+func newDayProfile(buckets int, c AutoConfig) dayProfile {
+	alpha := AlphaForHalfLife(c.DayHalfLife)
+	return dayProfile{
+		slices:   make([]profileSlice, buckets),
+		off:      NewRobust(alpha, 3),
+		lik:      NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
+		errAlpha: alpha,
+		errEqual: equalWeightsUntil(alpha),
+		minErrs:  uint64(c.MinDayVisits),
+		invWidth: 1 / float64(dayMs/int64(buckets)),
+	}
+}
+
+// observe learns x at ts in slice i of s (the Seasonal whose last
+// lookup was ts) and returns the likelihood's z for it: 0 until the
+// slice judges, the offset has warmUp samples and the likelihood as
+// many, and 0 where the
+// profile's spread is more than half the level's (scale), i.e. where
+// the day's shape explains less than three quarters of the variance
+// (as for the hour's spike path). Surprise is capped at surpriseCap as
+// for the other likelihoods.
+func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap float64, warmUp uint64) (z float64) {
+	sl := &p.slices[i]
+	if sl.days >= profileKnown {
+		flat := sl.mean
+		// The position from the slice's centre, in slices (-½ to ½), and
+		// the neighbour on that side.
+		f := float64(ts-s.lastFrom) * p.invWidth
+		if s.lastTill-s.lastFrom != s.bucketMs { // the last slice takes the day's remainder
+			f = float64(ts-s.lastFrom) / float64(s.lastTill-s.lastFrom)
+		}
+		f -= 0.5
+		j := i + 1
+		if f < 0 {
+			j, f = i-1, -f
+		}
+		j = (j + len(p.slices)) % len(p.slices)
+		line := flat
+		if nb := &p.slices[j]; nb.days >= profileKnown {
+			line = (1-f)*flat + f*nb.mean
+		}
+		pred := flat
+		if sl.line <= sl.flat {
+			pred = line
+		}
+		loc := p.off.Loc()
+		e := x - pred - loc
+		g := maxf(p.off.Scale(), scaleFloor(pred))
+		if p.off.Count() >= warmUp {
+			v := minf(sl.flat, sl.line)
+			sp := maxf(g, math.Sqrt(v))
+			avg := p.lik.average(minf(math.Abs(e)/sp, surpriseCap))
+			if sl.days > profileKnown && sl.n >= p.minErrs && p.lik.long.n >= warmUp && 2*g <= scale {
+				z = p.lik.z(avg)
+			}
+			p.lik.long.Update(avg)
+			// The errors, clipped once the slice judges (an incident
+			// is not the profile's error), at 3 of the spread.
+			bound := math.Inf(1)
+			if sl.days > profileKnown {
+				bound = 9 * maxf(v, g*g)
+			}
+			sl.n++
+			w := p.errAlpha
+			if sl.n < p.errEqual {
+				w = 1 / float64(sl.n)
+			}
+			ef, el := x-flat-loc, x-line-loc
+			sl.flat += w * (minf(ef*ef, bound) - sl.flat)
+			sl.line += w * (minf(el*el, bound) - sl.line)
+		}
+		p.off.Update(x - pred)
+	}
+	// The visit's sum; a sample in the slice's span of another day
+	// closes the last visit.
+	if sl.cnt > 0 && s.lastFrom != sl.from {
+		m := sl.sum / sl.cnt
+		if sl.days == 0 {
+			sl.mean = m
+		} else {
+			sl.mean += profileAlpha * (m - sl.mean)
+		}
+		sl.days++
+		sl.sum, sl.cnt = 0, 0
+	}
+	sl.from = s.lastFrom
+	sl.sum += x
+	sl.cnt++
+	return z
+}
+
+// profileAlpha is the per-visit weight of profileDays.
+var profileAlpha = AlphaForHalfLife(profileDays)
+
+func (p *dayProfile) encode(w *encoder) {
+	p.off.encode(w)
+	p.lik.encode(w)
+
+	for i := range p.slices {
+		s := &p.slices[i]
+		w.i64(s.from)
+		w.f64(s.sum)
+		w.f64(s.cnt)
+		w.f64(s.mean)
+		w.u64(s.days)
+		w.f64(s.flat)
+		w.f64(s.line)
+		w.u64(s.n)
+	}
+}
+
+func (p *dayProfile) decode(r *decoder) {
+	p.off.decode(r)
+	p.lik.decode(r)
+
+	for i := range p.slices {
+		s := &p.slices[i]
+		s.from = r.i64()
+		s.sum = r.f64()
+		s.cnt = r.f64()
+		s.mean = r.f64()
+		s.days = r.u64()
+		s.flat = r.f64()
+		s.line = r.f64()
+		s.n = r.u64()
+	}
+}
