@@ -217,8 +217,9 @@ func (c *AutoConfig) fields() []configField {
 //     (Numenta's anomaly likelihood), so a noisy series must be surprising
 //     by its own standards; further likelihoods over the time-of-day
 //     surprise alone and over the step from the previous sample catch a
-//     changed daily shape and sudden jumps; the least likely of the three
-//     is log-scaled into the score;
+//     changed daily shape and sudden jumps, and one over the distance
+//     from the day's profile (see dayProfile) a dip on a fast daily
+//     curve; the least likely of the four is log-scaled into the score;
 //  3. once the range is established, scores a value beyond the range seen
 //     so far as anomalous outright;
 //  4. scores a sample far outside a short mean and spread (the plain
@@ -232,8 +233,9 @@ func (c *AutoConfig) fields() []configField {
 //     threshold, reports a score only when it is the excursion's highest
 //     so far, so that a lower threshold sees one incident once too.
 //
-// It costs O(1) work and a fixed ~2.4 KB per series (1.5 KB of it the 24
-// time-of-day baselines and their offsets from the level).
+// It costs O(1) work and a fixed ~4.4 KB per series (1.5 KB of it the 24
+// time-of-day baselines and their offsets from the level, 1.5 KB the
+// day's profile).
 type Auto struct {
 	cfg       AutoConfig
 	level     Robust
