@@ -453,7 +453,13 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	a.lik.long.Update(avg)
 	z = maxf(maxf(z, zDay), zStep)
 	if day != nil {
-		z = maxf(z, a.prof.observe(&a.day, a.day.Bucket(ts), ts, x, scale, c.SurpriseCap, uint64(c.WarmUp)))
+		zp, pexp, psp := a.prof.observe(&a.day, a.day.Bucket(ts), ts, x, scale, c.SurpriseCap, uint64(c.WarmUp))
+		z = maxf(z, zp)
+		// Where the profile judges, it explains most of the variance,
+		// and its prediction and spread are the verdict's.
+		if psp > 0 {
+			exp, half = pexp, 3*psp
+		}
 	}
 	// The spike path (see spikePath), whose common case, a sample within
 	// the bounds, is written out here so that it makes no call.

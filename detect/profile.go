@@ -82,7 +82,7 @@ func newDayProfile(buckets int, c AutoConfig) dayProfile {
 // the day's shape explains less than three quarters of the variance
 // (as for the hour's spike path). Surprise is capped at surpriseCap as
 // for the other likelihoods.
-func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap float64, warmUp uint64) (z float64) {
+func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap float64, warmUp uint64) (z, exp, sp float64) {
 	sl := &p.slices[i]
 	if sl.days >= profileKnown {
 		flat := sl.mean
@@ -111,10 +111,10 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 		g := maxf(p.off.Scale(), scaleFloor(pred))
 		if p.off.Count() >= warmUp {
 			v := minf(sl.flat, sl.line)
-			sp := maxf(g, math.Sqrt(v))
-			avg := p.lik.average(minf(math.Abs(e)/sp, surpriseCap))
+			spread := maxf(g, math.Sqrt(v))
+			avg := p.lik.average(minf(math.Abs(e)/spread, surpriseCap))
 			if sl.days > profileKnown && sl.n >= p.minErrs && p.lik.long.n >= warmUp && 2*g <= scale {
-				z = p.lik.z(avg)
+				z, exp, sp = p.lik.z(avg), pred+loc, spread
 			}
 			p.lik.long.Update(avg)
 			// The errors, clipped once the slice judges (an incident
@@ -149,7 +149,7 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 	sl.from = s.lastFrom
 	sl.sum += x
 	sl.cnt++
-	return z
+	return z, exp, sp
 }
 
 // profileAlpha is the per-visit weight of profileDays.

@@ -40,8 +40,9 @@ func kpiMinutes(rng *rand.Rand) []float64 {
 // hour's slice, whose mean the ramp runs through, spreads by as much, and
 // the level lags the ramp: it scored below the threshold on every seed.
 // The day's profile, read between slice centres and offset by how the
-// day runs, pages it on each, and the curve and its lower days alone
-// raise no page from the day the profile judges (the fourth) on.
+// day runs, pages it on each, with the profile's band in the verdict,
+// and the curve and its lower days alone raise no page from the day
+// the profile judges (the fourth) on.
 func TestAutoDayProfile(t *testing.T) {
 	const perDay, minuteMs = 1440, 60_000
 	cfg := DefaultAutoConfig()
@@ -53,6 +54,17 @@ func TestAutoDayProfile(t *testing.T) {
 		}
 		require.Less(t, maxScoreAt(cfg, xs, minuteMs, 3*perDay, dip-1), cfg.Threshold, "seed %d: the curve", seed)
 		require.GreaterOrEqual(t, maxScoreAt(cfg, xs, minuteMs, dip, dip+14), cfg.Threshold, "seed %d: the dip", seed)
+		// The page explains itself: the value lies below the verdict's
+		// band, which is the profile's, not the level's or the hour's
+		// (those spanned about 250 to 1,400 here).
+		d := NewAuto(cfg)
+		for i, x := range xs[:dip+15] {
+			if v := d.Observe(int64(i)*minuteMs, x); v.Score >= cfg.Threshold && i >= dip {
+				require.Less(t, x, v.Lower, "seed %d: the dip's band", seed)
+				require.Less(t, v.Upper-v.Lower, 0.3*v.Expected, "seed %d: the dip's band", seed)
+				break
+			}
+		}
 		require.Less(t, maxScoreAt(cfg, xs, minuteMs, dip+cfg.Quiet, len(xs)-1), cfg.Threshold, "seed %d: the curve after it", seed)
 	}
 }
