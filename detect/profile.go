@@ -6,7 +6,7 @@ import "math"
 // for series whose daily curve moves within a slice (a 1-minute KPI's
 // morning ramp moves it by a fifth in an hour, which widens the slice's
 // spread by as much as a real dip). Per slice it keeps the mean of each
-// whole day's visit, averaged over days (half-life profileDays), and
+// day's visit, averaged over days (half-life profileDays), and
 // predicts a sample either from that mean or from a line between the
 // centres of its slice and the nearer neighbour, whichever has
 // predicted this slice better so far: a curve is read between centres,
@@ -38,7 +38,7 @@ type profileSlice struct {
 	from     int64   // the start of the visit being summed (its slice's span that day)
 	sum, cnt float64 // this visit's sum and count
 	mean     float64 // visits' means, averaged over days
-	days     uint64  // whole visits in mean
+	days     uint64  // visits in mean
 	// The mean squared errors of the two predictions (flat: the slice's
 	// mean; line: between centres), once the slice is known, and how
 	// many samples they hold (equal weights until 1/errAlpha).
@@ -59,6 +59,9 @@ const (
 	// learns from the first predicting visit on, so that on the first
 	// judging day it is not judging against a few dozen samples.
 	profileKnown = 2
+	// profileClip is how many of the level's spreads from a slice's
+	// prediction a value is summed into its visit at most.
+	profileClip = 10
 )
 
 func newDayProfile(buckets int, c AutoConfig) dayProfile {
@@ -75,13 +78,14 @@ func newDayProfile(buckets int, c AutoConfig) dayProfile {
 }
 
 // observe learns x at ts in slice i of s (the Seasonal whose last
-// lookup was ts) and returns the likelihood's z for it: 0 until the
-// slice judges, the offset has warmUp samples and the likelihood as
-// many, and 0 where the
-// profile's spread is more than half the level's (scale), i.e. where
-// the day's shape explains less than three quarters of the variance
-// (as for the hour's spike path). Surprise is capped at surpriseCap as
-// for the other likelihoods.
+// lookup was ts), given the spread of auto's level (scale). It returns
+// the likelihood's z for x, the prediction (exp) and the spread it was
+// judged in (sp), or zeros where the profile does not judge: until the
+// slice judges and the offset and the likelihood have warmUp samples
+// each, and where the profile's spread is more than half the level's,
+// i.e. where the day's shape explains less than three quarters of the
+// variance (as for the hour's spike path). Surprise is capped at
+// surpriseCap as for the other likelihoods.
 func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap float64, warmUp uint64) (z, exp, sp float64) {
 	sl := &p.slices[i]
 	if sl.days >= profileKnown {
@@ -118,10 +122,13 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 			}
 			p.lik.long.Update(avg)
 			// The errors, clipped once the slice judges (an incident
-			// is not the profile's error), at 3 of the spread.
-			bound := math.Inf(1)
-			if sl.days > profileKnown {
-				bound = 9 * maxf(v, g*g)
+			// is not the profile's error) at 3 of the spread, and
+			// before at 3 of the level's, so that one wild sample on
+			// the learning day does not make the slice's error
+			// infinite.
+			bound := 9 * maxf(v, g*g)
+			if sl.days == profileKnown {
+				bound = maxf(bound, 9*scale*scale)
 			}
 			sl.n++
 			w := p.errAlpha
@@ -133,6 +140,13 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 			sl.line += w * (minf(el*el, bound) - sl.line)
 		}
 		p.off.Update(x - pred)
+		// A value far from the prediction (a unit glitch, a misread
+		// counter) is summed at profileClip of the level's spreads from
+		// it, so that one sample does not skew the slice's mean for
+		// weeks; a changed shape lies within that, and the offset
+		// follows a lasting shift.
+		lim := profileClip * scale
+		x = min(max(x, pred+loc-lim), pred+loc+lim)
 	}
 	// The visit's sum; a sample in the slice's span of another day
 	// closes the last visit.
@@ -158,7 +172,6 @@ var profileAlpha = AlphaForHalfLife(profileDays)
 func (p *dayProfile) encode(w *encoder) {
 	p.off.encode(w)
 	p.lik.encode(w)
-
 	for i := range p.slices {
 		s := &p.slices[i]
 		w.i64(s.from)
@@ -175,7 +188,6 @@ func (p *dayProfile) encode(w *encoder) {
 func (p *dayProfile) decode(r *decoder) {
 	p.off.decode(r)
 	p.lik.decode(r)
-
 	for i := range p.slices {
 		s := &p.slices[i]
 		s.from = r.i64()

@@ -68,3 +68,39 @@ func TestAutoDayProfile(t *testing.T) {
 		require.Less(t, maxScoreAt(cfg, xs, minuteMs, dip+cfg.Quiet, len(xs)-1), cfg.Threshold, "seed %d: the curve after it", seed)
 	}
 }
+
+// TestAutoDayProfileWildValues: a wild sample (a unit glitch, a misread
+// counter) in the slice of the morning's dip, on the day the slice learns
+// its errors and on a judging day, must not leave the slice's state
+// infinite (or NaN) or its mean skewed for weeks: the dip on day 10 still
+// pages with a band that excludes it.
+func TestAutoDayProfileWildValues(t *testing.T) {
+	const perDay, minuteMs = 1440, 60_000
+	cfg := DefaultAutoConfig()
+	dip := 10*perDay + 8*60 + 15
+	for seed := range uint64(5) {
+		xs := kpiMinutes(rand.New(rand.NewPCG(seed, 21)))
+		xs[2*perDay+8*60+30] = 1e300
+		xs[5*perDay+8*60+30] = 1e15
+		for i := dip; i < dip+15; i++ {
+			xs[i] *= 0.8
+		}
+		d := NewAuto(cfg)
+		paged := false
+		for i, x := range xs[:dip+15] {
+			v := d.Observe(int64(i)*minuteMs, x)
+			if i >= dip && v.Score >= cfg.Threshold {
+				require.Less(t, x, v.Lower, "seed %d: the dip's band", seed)
+				require.Less(t, v.Upper-v.Lower, 0.3*v.Expected, "seed %d: the dip's band", seed)
+				paged = true
+				break
+			}
+		}
+		require.True(t, paged, "seed %d: the dip", seed)
+		for i, sl := range d.prof.slices {
+			for _, f := range []float64{sl.mean, sl.flat, sl.line, sl.sum} {
+				require.True(t, finite(f), "seed %d: slice %d: %+v", seed, i, sl)
+			}
+		}
+	}
+}
