@@ -3,6 +3,8 @@ package detect
 import (
 	"fmt"
 	"math"
+	"time"
+	_ "time/tzdata" // time_zone works where the system has no zone database
 
 	"github.com/seismo-agent/seismo/internal/configutil"
 )
@@ -60,7 +62,7 @@ type AutoConfig struct {
 	// (State returns to normal) and the next one may alert. 0 keeps the
 	// full quiet period.
 	Calm int `yaml:"calm"`
-	// DayBuckets slices the day (UTC) into this many time-of-day
+	// DayBuckets slices the day (in TimeZone) into this many time-of-day
 	// baselines; once a slice has been seen MinDayVisits times, surprise is
 	// the average of the distance from the level and from that slice's
 	// usual value, so daily rhythms count for less. 0 disables it.
@@ -103,6 +105,12 @@ type AutoConfig struct {
 	// numbers the spread of changes is at least that of the difference
 	// of two Poisson counts, sqrt(2 × level). 0 disables it.
 	JumpZ float64 `yaml:"jump_z"`
+	// TimeZone is the IANA time zone (e.g. "Europe/Berlin") whose days
+	// the time-of-day slices and the day's profile follow; empty is
+	// UTC. Set it for a series that follows local time where clocks
+	// change, so that a daylight-saving change moves the day with it
+	// rather than shifting the whole curve by an hour.
+	TimeZone string `yaml:"time_zone"`
 }
 
 // DefaultAutoConfig returns the defaults: the likelihood and episode
@@ -169,6 +177,11 @@ func (c *AutoConfig) Validate() error {
 			errs.Addf("min_day_visits", "must be at least 2, got %d", c.MinDayVisits)
 		}
 		checkHalfLife(&errs, "day_half_life", c.DayHalfLife)
+	}
+	if c.TimeZone != "" {
+		if _, err := time.LoadLocation(c.TimeZone); err != nil {
+			errs.Addf("time_zone", "must be an IANA time zone such as Europe/Berlin, or empty for UTC: %v", err)
+		}
 	}
 	if !(c.SpikeZ >= 0) || math.IsInf(c.SpikeZ, 0) {
 		errs.Addf("spike_z", "must be 0 (off) or a positive number of standard deviations, got %v", c.SpikeZ)
@@ -296,6 +309,11 @@ type Auto struct {
 	// from LevelHalfLife.
 	slope           float64
 	slopeAlpha, lag float64
+	// The time zone of the day (nil for UTC), and its offset from UTC in
+	// ms over [zoneFrom, zoneTill), so that most samples skip the zone
+	// lookup. Derived, not part of snapshots.
+	zone                       *time.Location
+	zoneFrom, zoneTill, zoneMs int64
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -319,6 +337,13 @@ func NewAuto(c AutoConfig) *Auto {
 		stepLk: NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
 		spike:  NewEWMA(AlphaForHalfLife(c.SpikeHalfLife)),
 	}
+	if c.TimeZone != "" {
+		// Validate has loaded it; a config that was not validated
+		// keeps UTC.
+		if loc, err := time.LoadLocation(c.TimeZone); err == nil && loc != time.UTC {
+			a.zone = loc
+		}
+	}
 	if c.DayBuckets > 0 {
 		a.day = NewSeasonal(dayMs, c.DayBuckets, AlphaForHalfLife(c.DayHalfLife))
 		a.dayLik = NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05)
@@ -335,6 +360,12 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		return skipVerdict(a.last)
 	}
 	c := &a.cfg
+	if a.zone != nil {
+		// All of the detector's times are the zone's wall-clock times
+		// from here on: its days are the zone's days. A day when clocks
+		// change is an hour shorter or longer, and an hour repeats.
+		ts = a.local(ts)
+	}
 	a.n++
 	a.fraction = a.fraction || x != math.Trunc(x)
 	loc := a.level.Loc()
@@ -584,6 +615,25 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State = score, exp, lower, upper, dir, state
 	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State = score, exp, lower, upper, dir, state
 	return v
+}
+
+// local returns ts moved by the zone's offset from UTC at ts.
+func (a *Auto) local(ts int64) int64 {
+	if ts < a.zoneFrom || ts >= a.zoneTill {
+		t := time.UnixMilli(ts).In(a.zone)
+		_, off := t.Zone()
+		a.zoneMs = int64(off) * 1000
+		// The span this offset holds for; a zero bound is none.
+		from, till := t.ZoneBounds()
+		a.zoneFrom, a.zoneTill = math.MinInt64, math.MaxInt64
+		if !from.IsZero() {
+			a.zoneFrom = from.UnixMilli()
+		}
+		if !till.IsZero() {
+			a.zoneTill = till.UnixMilli()
+		}
+	}
+	return ts + a.zoneMs
 }
 
 // belowThreshold returns the score to report for a sample scoring below
@@ -978,6 +1028,7 @@ const (
 func (a *Auto) MarshalBinary() ([]byte, error) {
 	w := newEncoder(autoKind, 256)
 	encodeConfig(w, a.cfg.fields())
+	w.str(a.cfg.TimeZone)
 	a.level.encode(w)
 	a.lik.encode(w)
 	a.step.encode(w)
@@ -1022,6 +1073,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	checkConfig(r, a.cfg.fields())
+	r.configStr("time_zone", a.cfg.TimeZone)
 	a.level.decode(r)
 	a.lik.decode(r)
 	a.step.decode(r)

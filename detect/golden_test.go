@@ -25,14 +25,14 @@ import (
 // them with `go test ./detect -run TestGoldenChecksums -v`).
 var goldenChecksums = map[string]uint64{
 	"auto/no_day":                   0x4b6f1aa72c9e24de,
-	"auto/no_day/snapshot":          0x2aba271508eaa468,
+	"auto/no_day/snapshot":          0xdbefc530faf621e8,
 	"auto/odd":                      0xd542996cc351e2e1,
-	"auto/odd/snapshot":             0xb323f86acd1d0df5,
+	"auto/odd/snapshot":             0x3641d2682d419715,
 	"blocks/ewma_robust_likelihood": 0x7611ffb929651c7a,
 	"blocks/seasonal":               0xc1bb10dddc69ae6f,
 	"blocks/tails":                  0xa5aeaa562c0ab43b,
 	"kind/auto":                     0x4012ca48c18c5504,
-	"kind/auto/snapshot":            0x74b6cd4b3be1c2b7,
+	"kind/auto/snapshot":            0x32796b7cc1c11237,
 	"kind/cusum":                    0x4881f77effed4c25,
 	"kind/cusum/snapshot":           0x5d389db77e297429,
 	"kind/ewma":                     0x93e283cef68c5409,

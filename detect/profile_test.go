@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -103,4 +104,71 @@ func TestAutoDayProfileWildValues(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAutoTimeZone: a KPI that follows New York's wall clock moves by an
+// hour in UTC when clocks change (2026-03-08, 02:00 local). Judged in
+// UTC, the day's profile pages the change; with time_zone set, the day
+// is New York's and the change is no news.
+func TestAutoTimeZone(t *testing.T) {
+	const minuteMs = 60_000
+	ny, err := time.LoadLocation("America/New_York")
+	require.NoError(t, err)
+	start := time.Date(2026, 2, 26, 0, 0, 0, 0, time.UTC).UnixMilli()
+	change := time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC).UnixMilli()
+	zoned := DefaultAutoConfig()
+	zoned.TimeZone = "America/New_York"
+	require.NoError(t, zoned.Validate())
+	pagedUTC := 0
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 34))
+		n := 16 * 1440
+		ts, xs := make([]int64, n), make([]float64, n)
+		for i := range xs {
+			ts[i] = start + int64(i)*minuteMs
+			wall := time.UnixMilli(ts[i]).In(ny)
+			ph := 2 * math.Pi * float64(wall.Hour()*60+wall.Minute()) / 1440
+			x := 1000 * (1 + 0.65*(0.7*math.Sin(ph-2.2)+0.3*math.Sin(2*ph-1)))
+			xs[i] = x * (1 + 0.03*rng.NormFloat64())
+		}
+		// The highest score in the day after the change.
+		worst := func(cfg AutoConfig) float64 {
+			d, best := NewAuto(cfg), 0.0
+			for i, x := range xs {
+				v := d.Observe(ts[i], x)
+				if ts[i] >= change && ts[i] < change+dayMs {
+					best = max(best, v.Score)
+				}
+			}
+			return best
+		}
+		if worst(DefaultAutoConfig()) >= zoned.Threshold {
+			pagedUTC++
+		}
+		require.Less(t, worst(zoned), zoned.Threshold, "seed %d: in New York's day", seed)
+	}
+	require.GreaterOrEqual(t, pagedUTC, 8, "in UTC the change pages")
+}
+
+// TestAutoTimeZoneConfig: an unknown zone is refused naming the field,
+// and a snapshot made in one zone does not restore into another.
+func TestAutoTimeZoneConfig(t *testing.T) {
+	cfg := DefaultAutoConfig()
+	cfg.TimeZone = "Mars/Olympus_Mons"
+	err := cfg.Validate()
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "time_zone")
+
+	cfg.TimeZone = "Europe/Berlin"
+	require.NoError(t, cfg.Validate())
+	d := NewAuto(cfg)
+	for i := range 100 {
+		d.Observe(int64(i)*60_000, float64(i%7))
+	}
+	snap, err := d.MarshalBinary()
+	require.NoError(t, err)
+	require.NoError(t, NewAuto(cfg).UnmarshalBinary(snap))
+	err = NewAuto(DefaultAutoConfig()).UnmarshalBinary(snap)
+	require.ErrorIs(t, err, ErrSnapshot)
+	require.Contains(t, err.Error(), `time_zone="Europe/Berlin"`)
 }

@@ -11,7 +11,7 @@ import (
 // then the detector's fixed fields little-endian (float64 as IEEE bits,
 // counters as uint64), config first so that a snapshot from a different
 // config is refused. Bump snapshotVersion when any layout changes.
-const snapshotVersion = 9 // 2: auto keeps the time of its first sample; storm and surge remember their episode. 3: auto's spike path and the level at its records. 4: auto's peak below the threshold. 5: auto's offsets from the level per time of day. 6: auto's slope. 7: auto's spike-path excursion length. 8: auto's previous timestamp. 9: auto's day profile
+const snapshotVersion = 9 // 2: auto keeps the time of its first sample; storm and surge remember their episode. 3: auto's spike path and the level at its records. 4: auto's peak below the threshold. 5: auto's offsets from the level per time of day. 6: auto's slope. 7: auto's spike-path excursion length. 8: auto's previous timestamp. 9: auto's day profile and time zone
 
 // ErrSnapshot is wrapped by every snapshot restore error.
 var ErrSnapshot = errors.New("invalid detector snapshot")
@@ -34,6 +34,12 @@ func (e *encoder) bool(v bool) {
 	} else {
 		e.b = append(e.b, 0)
 	}
+}
+
+// str writes a length and the bytes of v.
+func (e *encoder) str(v string) {
+	e.u64(uint64(len(v)))
+	e.b = append(e.b, v...)
 }
 
 type decoder struct {
@@ -83,6 +89,28 @@ func (d *decoder) bool() bool {
 	v := d.b[0] != 0
 	d.b = d.b[1:]
 	return v
+}
+
+// str reads what encoder.str wrote.
+func (d *decoder) str() string {
+	n := d.u64()
+	if d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.b)) {
+		d.err = fmt.Errorf("%w: truncated", ErrSnapshot)
+		return ""
+	}
+	v := string(d.b[:n])
+	d.b = d.b[n:]
+	return v
+}
+
+// configStr is configF64 for a string field.
+func (d *decoder) configStr(name, want string) {
+	if got := d.str(); d.err == nil && got != want {
+		d.err = fmt.Errorf("%w: made with %s=%q, this detector has %q", ErrSnapshot, name, got, want)
+	}
 }
 
 // configMatches records an error when a snapshot's config field differs
