@@ -209,6 +209,9 @@ func (c *AutoConfig) New() (Detector, error) {
 // AlertThreshold is the default threshold for alerts.
 func (c *AutoConfig) AlertThreshold() float64 { return c.Threshold }
 
+// SetTimeZone implements TimeZoned.
+func (c *AutoConfig) SetTimeZone(zone string) { c.TimeZone = zone }
+
 func (c *AutoConfig) fields() []configField {
 	return []configField{
 		{"threshold", c.Threshold}, {"warm_up", float64(c.WarmUp)}, {"level_half_life", c.LevelHalfLife},

@@ -11,6 +11,13 @@ type Config interface {
 	Validate() error
 }
 
+// TimeZoned is a config whose days follow a time zone (time_zone); the
+// rules parser sets an agent-wide default through it before a rule's own
+// keys are read.
+type TimeZoned interface {
+	SetTimeZone(zone string)
+}
+
 // UnivariateConfig builds detectors that watch one series at a time.
 type UnivariateConfig interface {
 	Config

@@ -46,6 +46,10 @@ type Config struct {
 	// where recent samples arrive late or are hidden (VictoriaMetrics'
 	// -search.latencyOffset, remote write lag).
 	QueryOffset time.Duration `koanf:"query_offset"`
+	// TimeZone is the time_zone of auto detectors that set none, the
+	// built-in pack's included: the IANA zone whose days their
+	// time-of-day baselines follow. Empty is UTC.
+	TimeZone string `koanf:"time_zone"`
 	// ExternalLabels are added to every alert, as Prometheus'
 	// global.external_labels are.
 	ExternalLabels map[string]string `koanf:"external_labels"`
@@ -103,6 +107,11 @@ func (c *Config) Validate() error {
 	}
 	if c.WarmStart < 0 {
 		errs.Addf("warm_start", "must not be negative, got %s", c.WarmStart)
+	}
+	if c.TimeZone != "" {
+		if _, err := time.LoadLocation(c.TimeZone); err != nil {
+			errs.Addf("time_zone", "must be an IANA time zone such as Europe/Berlin, or empty for UTC: %v", err)
+		}
 	}
 	if c.FlapThreshold < 0 {
 		errs.Addf("flap_threshold", "must not be negative (0 disables flap detection), got %d", c.FlapThreshold)

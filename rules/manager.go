@@ -195,7 +195,7 @@ func (m *Manager) PrepareSources(cfg Config, sources map[string]datasource.Sourc
 
 // load reads the configured files and the built-in pack.
 func (m *Manager) load(cfg Config, sources map[string]datasource.Source) ([]*Group, error) {
-	popts := ParseOptions{Lookup: m.opts.Lookup, Kinds: m.opts.Kinds, DefaultInterval: cfg.EvaluationInterval}
+	popts := ParseOptions{Lookup: m.opts.Lookup, Kinds: m.opts.Kinds, DefaultInterval: cfg.EvaluationInterval, TimeZone: cfg.TimeZone}
 	if sources != nil {
 		for name := range sources {
 			popts.Sources = append(popts.Sources, name)

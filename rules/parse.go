@@ -181,6 +181,9 @@ type ParseOptions struct {
 	DefaultInterval time.Duration
 	// Sources lists the datasource names groups may name; nil accepts any.
 	Sources []string
+	// TimeZone is the time_zone of detectors that have one (auto) where a
+	// rule sets none; empty leaves their default, UTC.
+	TimeZone string
 }
 
 var promqlParser = parser.NewParser(parser.Options{})
@@ -703,6 +706,9 @@ func (p *fileParser) detector(n *yaml.Node, gn string, idx int, name string, has
 		return nil
 	}
 	cfg := kind.NewConfig()
+	if z, ok := cfg.(detect.TimeZoned); ok && p.opts.TimeZone != "" {
+		z.SetTimeZone(p.opts.TimeZone)
+	}
 	spec := &DetectorSpec{Type: typ, Kind: kind, Config: cfg}
 	signals := map[string]detect.SignalSpec{}
 	for _, s := range kind.Signals {
