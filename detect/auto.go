@@ -3,8 +3,6 @@ package detect
 import (
 	"fmt"
 	"math"
-	"time"
-	_ "time/tzdata" // time_zone works where the system has no zone database
 
 	"github.com/seismo-agent/seismo/internal/configutil"
 )
@@ -178,11 +176,7 @@ func (c *AutoConfig) Validate() error {
 		}
 		checkHalfLife(&errs, "day_half_life", c.DayHalfLife)
 	}
-	if c.TimeZone != "" {
-		if _, err := time.LoadLocation(c.TimeZone); err != nil {
-			errs.Addf("time_zone", "must be an IANA time zone such as Europe/Berlin, or empty for UTC: %v", err)
-		}
-	}
+	checkTimeZone(&errs, c.TimeZone)
 	if !(c.SpikeZ >= 0) || math.IsInf(c.SpikeZ, 0) {
 		errs.Addf("spike_z", "must be 0 (off) or a positive number of standard deviations, got %v", c.SpikeZ)
 	}
@@ -312,11 +306,9 @@ type Auto struct {
 	// from LevelHalfLife.
 	slope           float64
 	slopeAlpha, lag float64
-	// The time zone of the day (nil for UTC), and its offset from UTC in
-	// ms over [zoneFrom, zoneTill), so that most samples skip the zone
-	// lookup. Derived, not part of snapshots.
-	zone                       *time.Location
-	zoneFrom, zoneTill, zoneMs int64
+	// The time zone of the day; derived from the config, not part of
+	// snapshots.
+	zone zoneClock
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -340,13 +332,9 @@ func NewAuto(c AutoConfig) *Auto {
 		stepLk: NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
 		spike:  NewEWMA(AlphaForHalfLife(c.SpikeHalfLife)),
 	}
-	if c.TimeZone != "" {
-		// Validate has loaded it; a config that was not validated
-		// keeps UTC.
-		if loc, err := time.LoadLocation(c.TimeZone); err == nil && loc != time.UTC {
-			a.zone = loc
-		}
-	}
+	// Validate has checked the zone; a config that was not validated
+	// keeps UTC for a zone that does not load.
+	a.zone = newZoneClock(c.TimeZone)
 	if c.DayBuckets > 0 {
 		a.day = NewSeasonal(dayMs, c.DayBuckets, AlphaForHalfLife(c.DayHalfLife))
 		a.dayLik = NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05)
@@ -363,11 +351,10 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		return skipVerdict(a.last)
 	}
 	c := &a.cfg
-	if a.zone != nil {
+	if a.zone.loc != nil {
 		// All of the detector's times are the zone's wall-clock times
-		// from here on: its days are the zone's days. A day when clocks
-		// change is an hour shorter or longer, and an hour repeats.
-		ts = a.local(ts)
+		// from here on: its days are the zone's days.
+		ts = a.zone.local(ts)
 	}
 	a.n++
 	a.fraction = a.fraction || x != math.Trunc(x)
@@ -618,25 +605,6 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State = score, exp, lower, upper, dir, state
 	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State = score, exp, lower, upper, dir, state
 	return v
-}
-
-// local returns ts moved by the zone's offset from UTC at ts.
-func (a *Auto) local(ts int64) int64 {
-	if ts < a.zoneFrom || ts >= a.zoneTill {
-		t := time.UnixMilli(ts).In(a.zone)
-		_, off := t.Zone()
-		a.zoneMs = int64(off) * 1000
-		// The span this offset holds for; a zero bound is none.
-		from, till := t.ZoneBounds()
-		a.zoneFrom, a.zoneTill = math.MinInt64, math.MaxInt64
-		if !from.IsZero() {
-			a.zoneFrom = from.UnixMilli()
-		}
-		if !till.IsZero() {
-			a.zoneTill = till.UnixMilli()
-		}
-	}
-	return ts + a.zoneMs
 }
 
 // belowThreshold returns the score to report for a sample scoring below

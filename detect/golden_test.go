@@ -40,11 +40,11 @@ var goldenChecksums = map[string]uint64{
 	"kind/mad":                      0x30c38f840a7d4426,
 	"kind/mad/snapshot":             0xcb6290bc161546d6,
 	"kind/seasonal":                 0x46abdbed64569d23,
-	"kind/seasonal/snapshot":        0x5b0bb2e5cc4328b6,
+	"kind/seasonal/snapshot":        0x22ba9eea71f38cd6,
 	"kind/zscore":                   0xf830dcbea5fe2c92,
 	"kind/zscore/snapshot":          0xe881ae7234057ee4,
 	"seasonal/odd":                  0xca1f29297af738c9,
-	"seasonal/odd/snapshot":         0x17fdfafedb993630,
+	"seasonal/odd/snapshot":         0xd829eb8cb53d2bd0,
 }
 
 // goldenSeries is a long, varied series: a daily cycle with noise, spikes,

@@ -172,3 +172,47 @@ func TestAutoTimeZoneConfig(t *testing.T) {
 	require.ErrorIs(t, err, ErrSnapshot)
 	require.Contains(t, err.Error(), `time_zone="Europe/Berlin"`)
 }
+
+// TestSeasonalTimeZone: the seasonal kind's buckets follow time_zone too.
+// A service busy from 09:00 to 17:00 New York time moves by an hour in
+// UTC on 2026-03-08. The plain seasonal detector is noisy on it (its
+// spread is pooled over quiet and busy hours), so the week after the
+// change is compared with the week before: in UTC the shifted hours add
+// pages, in New York's wall clock the week after pages no more than the
+// week before.
+func TestSeasonalTimeZone(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	require.NoError(t, err)
+	start := time.Date(2026, 2, 15, 0, 0, 0, 0, time.UTC)
+	change := time.Date(2026, 3, 8, 7, 0, 0, 0, time.UTC)
+	week := 7 * 24 * time.Hour
+	pages := func(zone string) (before, after int) {
+		cfg := DefaultSeasonalConfig()
+		cfg.Period, cfg.Buckets, cfg.MinVisits = 24*time.Hour, 24, 3
+		cfg.TimeZone = zone
+		require.NoError(t, cfg.Validate())
+		d, err := cfg.New()
+		require.NoError(t, err)
+		rng := rand.New(rand.NewPCG(5, 5))
+		for ts := start; ts.Before(change.Add(week)); ts = ts.Add(5 * time.Minute) {
+			x := 10.0
+			if h := ts.In(ny).Hour(); h >= 9 && h < 17 {
+				x = 100
+			}
+			v := d.Observe(ts.UnixMilli(), x*(1+0.02*rng.NormFloat64()))
+			switch {
+			case v.Score < cfg.Threshold:
+			case ts.Before(change.Add(-week)):
+			case ts.Before(change):
+				before++
+			default:
+				after++
+			}
+		}
+		return before, after
+	}
+	before, after := pages("")
+	require.Greater(t, after, before+before/2, "in UTC the shifted hours page")
+	before, after = pages("America/New_York")
+	require.LessOrEqual(t, after, before, "in New York's wall clock")
+}

@@ -11,9 +11,9 @@ type Config interface {
 	Validate() error
 }
 
-// TimeZoned is a config whose days follow a time zone (time_zone); the
-// rules parser sets an agent-wide default through it before a rule's own
-// keys are read.
+// TimeZoned is a config whose days follow a time zone (time_zone: auto's
+// and seasonal's); the rules parser sets an agent-wide default through it
+// before a rule's own keys are read.
 type TimeZoned interface {
 	SetTimeZone(zone string)
 }

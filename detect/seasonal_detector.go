@@ -35,6 +35,9 @@ type SeasonalConfig struct {
 	// Band is the half-width of the reported normal band in standard
 	// deviations.
 	Band float64 `yaml:"band"`
+	// TimeZone is the IANA time zone (e.g. "Europe/Berlin") whose wall
+	// clock the period's buckets follow; empty is UTC (see auto's).
+	TimeZone string `yaml:"time_zone"`
 }
 
 // DefaultSeasonalConfig returns the defaults.
@@ -56,6 +59,7 @@ func (c *SeasonalConfig) Validate() error {
 		errs.Addf("min_visits", "must be at least 2, got %d", c.MinVisits)
 	}
 	checkCommon(&errs, c.Threshold, c.WarmUp, c.Band)
+	checkTimeZone(&errs, c.TimeZone)
 	return errs.Err()
 }
 
@@ -69,11 +73,15 @@ func (c *SeasonalConfig) New() (Detector, error) {
 		season: NewSeasonal(c.Period.Milliseconds(), c.Buckets, AlphaForHalfLife(c.HalfLife)),
 		global: NewRobust(AlphaForHalfLife(100), 3),
 		resid:  NewRobust(AlphaForHalfLife(200), 3),
+		zone:   newZoneClock(c.TimeZone),
 	}, nil
 }
 
 // AlertThreshold is the default threshold for alerts.
 func (c *SeasonalConfig) AlertThreshold() float64 { return c.Threshold }
+
+// SetTimeZone implements TimeZoned.
+func (c *SeasonalConfig) SetTimeZone(zone string) { c.TimeZone = zone }
 
 func (c *SeasonalConfig) fields() []configField {
 	return []configField{{"period", float64(c.Period)}, {"buckets", float64(c.Buckets)}, {"half_life", c.HalfLife},
@@ -88,13 +96,14 @@ type seasonalDetector struct {
 	// all buckets: one bucket alone sees too few samples to know its spread.
 	resid Robust
 	last  Verdict
+	zone  zoneClock // derived from the config
 }
 
 func (d *seasonalDetector) Observe(ts int64, x float64) Verdict {
 	if !finite(x) {
 		return skipVerdict(d.last)
 	}
-	b := d.season.At(ts)
+	b := d.season.At(d.zone.local(ts))
 	expected, scale := d.global.Loc(), d.global.Scale()
 	seasonal := b.Count() >= uint64(d.cfg.MinVisits)
 	if seasonal && d.resid.Count() >= uint64(d.cfg.MinVisits) {
@@ -117,6 +126,7 @@ const seasonalKind = "seasonal"
 func (d *seasonalDetector) MarshalBinary() ([]byte, error) {
 	w := newEncoder(seasonalKind, 64+32*d.cfg.Buckets)
 	encodeConfig(w, d.cfg.fields())
+	w.str(d.cfg.TimeZone)
 	d.season.encode(w)
 	d.global.encode(w)
 	d.resid.encode(w)
@@ -130,6 +140,7 @@ func (d *seasonalDetector) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	checkConfig(r, d.cfg.fields())
+	r.configStr("time_zone", d.cfg.TimeZone)
 	d.season.decode(r)
 	d.global.decode(r)
 	d.resid.decode(r)

@@ -46,8 +46,8 @@ type Config struct {
 	// where recent samples arrive late or are hidden (VictoriaMetrics'
 	// -search.latencyOffset, remote write lag).
 	QueryOffset time.Duration `koanf:"query_offset"`
-	// TimeZone is the time_zone of auto detectors that set none, the
-	// built-in pack's included: the IANA zone whose days their
+	// TimeZone is the time_zone of auto and seasonal detectors that set
+	// none, the built-in pack's included: the IANA zone whose days their
 	// time-of-day baselines follow. Empty is UTC.
 	TimeZone string `koanf:"time_zone"`
 	// ExternalLabels are added to every alert, as Prometheus'

@@ -181,8 +181,8 @@ type ParseOptions struct {
 	DefaultInterval time.Duration
 	// Sources lists the datasource names groups may name; nil accepts any.
 	Sources []string
-	// TimeZone is the time_zone of detectors that have one (auto) where a
-	// rule sets none; empty leaves their default, UTC.
+	// TimeZone is the time_zone of detectors that have one (auto,
+	// seasonal) where a rule sets none; empty leaves their default, UTC.
 	TimeZone string
 }
 

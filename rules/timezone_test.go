@@ -8,9 +8,9 @@ import (
 	"github.com/seismo-agent/seismo/detect"
 )
 
-// TestTimeZoneDefault: rules.time_zone is the time_zone of auto
-// detectors whose rule sets none, the built-in pack's included; a rule's
-// own key wins, and a bad zone is an error at its place.
+// TestTimeZoneDefault: rules.time_zone is the time_zone of auto and
+// seasonal detectors whose rule sets none, the built-in pack's included;
+// a rule's own key wins, and a bad zone is an error at its place.
 func TestTimeZoneDefault(t *testing.T) {
 	const src = `groups:
 - name: g
@@ -21,6 +21,9 @@ func TestTimeZoneDefault(t *testing.T) {
   - anomaly: Tokyo
     expr: up
     detector: {type: auto, time_zone: Asia/Tokyo}
+  - anomaly: Weekly
+    expr: up
+    detector: {type: seasonal}
 `
 	zoneOf := func(opts ParseOptions) map[string]string {
 		t.Helper()
@@ -28,12 +31,17 @@ func TestTimeZoneDefault(t *testing.T) {
 		require.NoError(t, err)
 		out := map[string]string{}
 		for _, r := range groups[0].Rules {
-			out[r.Name] = r.Detector.Config.(*detect.AutoConfig).TimeZone
+			switch c := r.Detector.Config.(type) {
+			case *detect.AutoConfig:
+				out[r.Name] = c.TimeZone
+			case *detect.SeasonalConfig:
+				out[r.Name] = c.TimeZone
+			}
 		}
 		return out
 	}
-	require.Equal(t, map[string]string{"Plain": "", "Tokyo": "Asia/Tokyo"}, zoneOf(ParseOptions{}))
-	require.Equal(t, map[string]string{"Plain": "Europe/Berlin", "Tokyo": "Asia/Tokyo"}, zoneOf(ParseOptions{TimeZone: "Europe/Berlin"}))
+	require.Equal(t, map[string]string{"Plain": "", "Tokyo": "Asia/Tokyo", "Weekly": ""}, zoneOf(ParseOptions{}))
+	require.Equal(t, map[string]string{"Plain": "Europe/Berlin", "Tokyo": "Asia/Tokyo", "Weekly": "Europe/Berlin"}, zoneOf(ParseOptions{TimeZone: "Europe/Berlin"}))
 
 	_, err := Parse(ParseOptions{}, "tz.yml", []byte(`groups:
 - name: g
