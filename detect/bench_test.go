@@ -92,3 +92,17 @@ func BenchmarkAutoSnapshot(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkNewAutoZoned is what a rule pays per new series for an auto
+// detector with a time_zone: the config's validation and the detector,
+// with the zone loaded once per process, not per series.
+func BenchmarkNewAutoZoned(b *testing.B) {
+	cfg := DefaultAutoConfig()
+	cfg.TimeZone = "America/New_York"
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := cfg.New(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

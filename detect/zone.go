@@ -1,7 +1,9 @@
 package detect
 
 import (
+	"fmt"
 	"math"
+	"sync"
 	"time"
 	_ "time/tzdata" // time_zone works where the system has no zone database
 
@@ -24,11 +26,28 @@ func newZoneClock(name string) zoneClock {
 	if name == "" {
 		return zoneClock{}
 	}
-	loc, err := time.LoadLocation(name)
+	loc, err := loadZone(name)
 	if err != nil || loc == time.UTC {
 		return zoneClock{}
 	}
 	return zoneClock{loc: loc}
+}
+
+// zones caches loaded time zones by name: a rule builds a detector per
+// series (and validates its config each time), and time.LoadLocation
+// reads and parses the zone's file on every call.
+var zones sync.Map // name → *time.Location
+
+func loadZone(name string) (*time.Location, error) {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, loc)
+	return loc, nil
 }
 
 // local returns ts moved by the zone's offset from UTC at ts.
@@ -53,12 +72,21 @@ func (z *zoneClock) local(ts int64) int64 {
 	return ts + z.offset
 }
 
-// checkTimeZone validates a time_zone field.
-func checkTimeZone(errs *configutil.Errors, name string) {
+// CheckTimeZone reports why name is no time_zone: not empty (UTC) and not
+// an IANA zone. The agent's rules.time_zone is checked by it too.
+func CheckTimeZone(name string) error {
 	if name == "" {
-		return
+		return nil
 	}
-	if _, err := time.LoadLocation(name); err != nil {
-		errs.Addf("time_zone", "must be an IANA time zone such as Europe/Berlin, or empty for UTC: %v", err)
+	if _, err := loadZone(name); err != nil {
+		return fmt.Errorf("must be an IANA time zone such as Europe/Berlin, or empty for UTC: %w", err)
+	}
+	return nil
+}
+
+// checkTimeZone adds CheckTimeZone's error for a time_zone field.
+func checkTimeZone(errs *configutil.Errors, name string) {
+	if err := CheckTimeZone(name); err != nil {
+		errs.Addf("time_zone", "%v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 
+	"github.com/seismo-agent/seismo/detect"
 	"github.com/seismo-agent/seismo/internal/configutil"
 )
 
@@ -108,10 +109,8 @@ func (c *Config) Validate() error {
 	if c.WarmStart < 0 {
 		errs.Addf("warm_start", "must not be negative, got %s", c.WarmStart)
 	}
-	if c.TimeZone != "" {
-		if _, err := time.LoadLocation(c.TimeZone); err != nil {
-			errs.Addf("time_zone", "must be an IANA time zone such as Europe/Berlin, or empty for UTC: %v", err)
-		}
+	if err := detect.CheckTimeZone(c.TimeZone); err != nil {
+		errs.Addf("time_zone", "%v", err)
 	}
 	if c.FlapThreshold < 0 {
 		errs.Addf("flap_threshold", "must not be negative (0 disables flap detection), got %d", c.FlapThreshold)
