@@ -9,6 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// kpiCurve is the daily curve of the KPIs below at a minute of the day
+// (0-1439): a level of 1,000 swinging by 65 %, two harmonics.
+func kpiCurve(minute int) float64 {
+	ph := 2 * math.Pi * float64(minute) / 1440
+	return 1000 * (1 + 0.65*(0.7*math.Sin(ph-2.2)+0.3*math.Sin(2*ph-1)))
+}
+
 // kpiMinutes is twelve days of a service KPI at 1-minute resolution: a
 // daily curve swinging by 65 % of the level whose morning ramp moves it
 // by a fifth within an hour, two days a week 15 % lower (coming and
@@ -23,8 +30,7 @@ func kpiMinutes(rng *rand.Rand) []float64 {
 	}
 	xs := make([]float64, 12*perDay)
 	for i := range xs {
-		ph := 2 * math.Pi * float64(i%perDay) / perDay
-		x := 1000 * (1 + 0.65*(0.7*math.Sin(ph-2.2)+0.3*math.Sin(2*ph-1)))
+		x := kpiCurve(i % perDay)
 		// The lower days' share at i: the mean of low over the three
 		// hours around it, so that they come and go over the night.
 		w := 0.0
@@ -34,6 +40,25 @@ func kpiMinutes(rng *rand.Rand) []float64 {
 		xs[i] = x * (1 - 0.15*w) * (1 + 0.03*rng.NormFloat64())
 	}
 	return xs
+}
+
+// requireDipPage runs auto over 1-minute xs up to the end of a 15-minute
+// dip from row dip, requires a page within the dip and that the page
+// explains itself: the value lies below the verdict's band, which is the
+// profile's, not the level's or the hour's (those spanned about 250 to
+// 1,400 on kpiMinutes). It returns the detector as the page left it.
+func requireDipPage(t *testing.T, cfg AutoConfig, xs []float64, dip int, seed uint64) *Auto {
+	t.Helper()
+	d := NewAuto(cfg)
+	for i, x := range xs[:dip+15] {
+		if v := d.Observe(int64(i)*60_000, x); v.Score >= cfg.Threshold && i >= dip {
+			require.Less(t, x, v.Lower, "seed %d: the dip's band", seed)
+			require.Less(t, v.Upper-v.Lower, 0.3*v.Expected, "seed %d: the dip's band", seed)
+			return d
+		}
+	}
+	require.Fail(t, "no page", "seed %d: the dip", seed)
+	return nil
 }
 
 // TestAutoDayProfile: on a 1-minute KPI, a dip to 80 % for a quarter of
@@ -55,17 +80,7 @@ func TestAutoDayProfile(t *testing.T) {
 		}
 		require.Less(t, maxScoreAt(cfg, xs, minuteMs, 3*perDay, dip-1), cfg.Threshold, "seed %d: the curve", seed)
 		require.GreaterOrEqual(t, maxScoreAt(cfg, xs, minuteMs, dip, dip+14), cfg.Threshold, "seed %d: the dip", seed)
-		// The page explains itself: the value lies below the verdict's
-		// band, which is the profile's, not the level's or the hour's
-		// (those spanned about 250 to 1,400 here).
-		d := NewAuto(cfg)
-		for i, x := range xs[:dip+15] {
-			if v := d.Observe(int64(i)*minuteMs, x); v.Score >= cfg.Threshold && i >= dip {
-				require.Less(t, x, v.Lower, "seed %d: the dip's band", seed)
-				require.Less(t, v.Upper-v.Lower, 0.3*v.Expected, "seed %d: the dip's band", seed)
-				break
-			}
-		}
+		requireDipPage(t, cfg, xs, dip, seed)
 		require.Less(t, maxScoreAt(cfg, xs, minuteMs, dip+cfg.Quiet, len(xs)-1), cfg.Threshold, "seed %d: the curve after it", seed)
 	}
 }
@@ -76,7 +91,7 @@ func TestAutoDayProfile(t *testing.T) {
 // infinite (or NaN) or its mean skewed for weeks: the dip on day 10 still
 // pages with a band that excludes it.
 func TestAutoDayProfileWildValues(t *testing.T) {
-	const perDay, minuteMs = 1440, 60_000
+	const perDay = 1440
 	cfg := DefaultAutoConfig()
 	dip := 10*perDay + 8*60 + 15
 	for seed := range uint64(5) {
@@ -86,18 +101,7 @@ func TestAutoDayProfileWildValues(t *testing.T) {
 		for i := dip; i < dip+15; i++ {
 			xs[i] *= 0.8
 		}
-		d := NewAuto(cfg)
-		paged := false
-		for i, x := range xs[:dip+15] {
-			v := d.Observe(int64(i)*minuteMs, x)
-			if i >= dip && v.Score >= cfg.Threshold {
-				require.Less(t, x, v.Lower, "seed %d: the dip's band", seed)
-				require.Less(t, v.Upper-v.Lower, 0.3*v.Expected, "seed %d: the dip's band", seed)
-				paged = true
-				break
-			}
-		}
-		require.True(t, paged, "seed %d: the dip", seed)
+		d := requireDipPage(t, cfg, xs, dip, seed)
 		for i, sl := range d.prof.slices {
 			for _, f := range []float64{sl.mean, sl.flat, sl.line, sl.sum} {
 				require.True(t, finite(f), "seed %d: slice %d: %+v", seed, i, sl)
@@ -127,9 +131,7 @@ func TestAutoTimeZone(t *testing.T) {
 		for i := range xs {
 			ts[i] = start + int64(i)*minuteMs
 			wall := time.UnixMilli(ts[i]).In(ny)
-			ph := 2 * math.Pi * float64(wall.Hour()*60+wall.Minute()) / 1440
-			x := 1000 * (1 + 0.65*(0.7*math.Sin(ph-2.2)+0.3*math.Sin(2*ph-1)))
-			xs[i] = x * (1 + 0.03*rng.NormFloat64())
+			xs[i] = kpiCurve(wall.Hour()*60+wall.Minute()) * (1 + 0.03*rng.NormFloat64())
 		}
 		// The highest score in the day after the change.
 		worst := func(cfg AutoConfig) float64 {
