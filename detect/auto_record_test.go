@@ -142,8 +142,12 @@ func TestAutoExpectedAtHour(t *testing.T) {
 			x = 90
 		}
 		v := d.Observe(int64(i)*step, x)
-		if i >= 2*perDay && i%(perDay/24) == perDay/48 { // mid-hour, once the slices are known
-			require.InDelta(t, lambda(i), v.Expected, 0.1*lambda(i), "sample %d", i)
+		// Mid-hour, once the slices are known, within 15 % of the hour's
+		// value (the level's 192 is 3.2 times the night's 60): the
+		// expected value carries the day's offset and the week's, each a
+		// few counts where one count's noise is 13 % of the night's.
+		if i >= 2*perDay && i%(perDay/24) == perDay/48 {
+			require.InDelta(t, lambda(i), v.Expected, 0.15*lambda(i), "sample %d", i)
 		}
 		if x == 90 {
 			require.Less(t, x, v.Lower, "the outage lies below the hour's band")

@@ -31,6 +31,28 @@ type dayProfile struct {
 	minErrs uint64
 	// 1/the slices' width in ms, for a position within a slice
 	invWidth float64
+	// The week (see "The week" below): per day of the week and slice,
+	// how that day's visits differed from the slice's mean; NaN until
+	// seen. float32 keeps it at 4 bytes a cell (168 cells by default).
+	week []float32
+	// The week's offsets for the slice span that starts at wkFrom, its
+	// own (wkOwn) and its neighbours' before and after, times wk: worked
+	// out once per span and whenever the week learns, not per sample.
+	// Across midnight the neighbour's is the same day's: the line
+	// between centres reads today's shape, and a Saturday's first hour
+	// is not half a Friday's.
+	wkFrom                int64
+	wkOwn, wkPrev, wkNext float64
+	// How much of the week's offsets is added (wk, 0 to 1), from the
+	// means of e·r and r² over the visits whose day had an offset r
+	// (e: the visit's difference from its slice's mean), wn of them,
+	// each weighted by wkAlpha once past equal weights.
+	er, rr, wk float64
+	wn         uint64
+	// the mean of e² over all visits (en of them), the prior's unit
+	ee      float64
+	en      uint64
+	wkAlpha float64
 }
 
 // profileSlice is one time-of-day slice of a dayProfile.
@@ -68,6 +90,10 @@ func newDayProfile(buckets int, c AutoConfig) dayProfile {
 	alpha := AlphaForHalfLife(c.DayHalfLife)
 	return dayProfile{
 		slices:   make([]profileSlice, buckets),
+		week:     newWeek(buckets),
+		wkFrom:   math.MinInt64,
+		wk:       weekPrior,
+		wkAlpha:  AlphaForHalfLife(profileWeeks * 7 * float64(buckets)),
 		off:      NewRobust(alpha, 3),
 		lik:      NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
 		errAlpha: alpha,
@@ -88,8 +114,11 @@ func newDayProfile(buckets int, c AutoConfig) dayProfile {
 // surpriseCap as for the other likelihoods.
 func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap float64, warmUp uint64) (z, exp, sp float64) {
 	sl := &p.slices[i]
+	if s.lastFrom != p.wkFrom {
+		p.weekSpan(s.lastFrom, i)
+	}
 	if sl.days >= profileKnown {
-		flat := sl.mean
+		flat := sl.mean + p.wkOwn
 		// The position from the slice's centre, in slices (-½ to ½), and
 		// the neighbour on that side.
 		f := float64(ts-s.lastFrom) * p.invWidth
@@ -97,14 +126,14 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 			f = float64(ts-s.lastFrom) / float64(s.lastTill-s.lastFrom)
 		}
 		f -= 0.5
-		j := i + 1
+		j, wj := i+1, p.wkNext
 		if f < 0 {
-			j, f = i-1, -f
+			j, f, wj = i-1, -f, p.wkPrev
 		}
 		j = (j + len(p.slices)) % len(p.slices)
 		line := flat
 		if nb := &p.slices[j]; nb.days >= profileKnown {
-			line = (1-f)*flat + f*nb.mean
+			line = (1-f)*flat + f*(nb.mean+wj)
 		}
 		pred := flat
 		if sl.line <= sl.flat {
@@ -155,6 +184,7 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 		if sl.days == 0 {
 			sl.mean = m
 		} else {
+			p.learnWeek(sl, i, m)
 			sl.mean += profileAlpha * (m - sl.mean)
 		}
 		sl.days++
@@ -168,6 +198,100 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 
 // profileAlpha is the per-visit weight of profileDays.
 var profileAlpha = AlphaForHalfLife(profileDays)
+
+// The week. A service's weekend runs lower than its weekdays (or its
+// Monday morning higher); at the change the day's profile, an average
+// over the last few days, is a weekday's while the series has stepped
+// to a weekend's. The offset follows within DayHalfLife samples, but
+// not before a step of a sixth has paged, twice a week, on every
+// series. So per day of the week (in the detector's time zone) and
+// slice the profile keeps how that day's visits differed from the
+// slice's mean, averaged over weeks (half-life profileWeeks), and adds
+// wk times it to the prediction from the next week on.
+//
+// wk is the least-squares slope of the visits' differences on the
+// offsets learnt for their days (through the origin; clamped to 0..1),
+// shrunk towards weekPrior by a prior worth a day of visits (see
+// learnWeek). Where there is a weekly pattern the
+// offsets predict the differences and wk nears 1; where there is none
+// last week's difference is noise, uncorrelated with this week's, and
+// wk nears 0: adding it would double the error it is meant to remove.
+// A slope moves smoothly, unlike a choice between two predictions,
+// which at each flip steps the prediction by the week's offset that
+// the profile's offset has already absorbed.
+const (
+	profileWeeks = 2
+	// weekPrior is wk before any evidence: half way between a weekly
+	// pattern and none.
+	weekPrior = 0.5
+)
+
+var weekAlpha = AlphaForHalfLife(profileWeeks)
+
+func newWeek(buckets int) []float32 {
+	w := make([]float32, 7*buckets)
+	for i := range w {
+		w[i] = float32(math.NaN())
+	}
+	return w
+}
+
+// weekday returns the day of the week (0 to 6, a Thursday 0) of the
+// wall-clock time ts.
+func weekday(ts int64) int {
+	d := ts / dayMs
+	if ts < 0 && ts%dayMs != 0 {
+		d--
+	}
+	return int((d%7 + 7) % 7)
+}
+
+// weekSpan works out the week's offsets for the slice span starting at
+// from, of slice i.
+func (p *dayProfile) weekSpan(from int64, i int) {
+	n := len(p.slices)
+	d := weekday(from)
+	at := func(d, i int) float64 {
+		i = (i + n) % n
+		r := float64(p.week[d*n+i])
+		if r != r { // not seen yet
+			return 0
+		}
+		return p.wk * r
+	}
+	p.wkFrom = from
+	p.wkOwn, p.wkPrev, p.wkNext = at(d, i), at(d, i-1), at(d, i+1)
+}
+
+// learnWeek learns, as slice i's (sl) visit with mean m closes, the
+// visit's difference from the slice's mean for its day of the week,
+// and, where that day had an offset already, the slope wk.
+func (p *dayProfile) learnWeek(sl *profileSlice, i int, m float64) {
+	c := &p.week[weekday(sl.from)*len(p.slices)+i]
+	e := m - sl.mean
+	p.en++
+	p.ee += maxf(p.wkAlpha, 1/float64(p.en)) * (e*e - p.ee)
+	r := float64(*c)
+	if r != r {
+		*c = float32(e)
+		return
+	}
+	p.wn++
+	w := maxf(p.wkAlpha, 1/float64(p.wn))
+	p.er += w * (e*r - p.er)
+	p.rr += w * (r*r - p.rr)
+	// The slope over the visits (n of them, as many as their weights
+	// count), with a prior of weekPrior worth a day of visits whose
+	// offsets were as large as visits' differences usually are: a day
+	// of small offsets (ordinary days, whose offsets are noise) moves
+	// it little, a day of large ones (a weekend's) decides it.
+	n, prior := minf(float64(p.wn), 1/p.wkAlpha), float64(len(p.slices))*p.ee
+	if d := n*p.rr + prior; d > 0 {
+		p.wk = min(max((n*p.er+prior*weekPrior)/d, 0), 1)
+	}
+	*c = float32(r + weekAlpha*(e-r))
+	p.wkFrom = math.MinInt64 // the span's offsets are worked out again
+}
 
 func (p *dayProfile) encode(w *encoder) {
 	p.off.encode(w)
@@ -183,6 +307,15 @@ func (p *dayProfile) encode(w *encoder) {
 		w.f64(s.line)
 		w.u64(s.n)
 	}
+	for _, r := range p.week {
+		w.f32(r)
+	}
+	w.f64(p.er)
+	w.f64(p.rr)
+	w.f64(p.wk)
+	w.u64(p.wn)
+	w.f64(p.ee)
+	w.u64(p.en)
 }
 
 func (p *dayProfile) decode(r *decoder) {
@@ -199,4 +332,14 @@ func (p *dayProfile) decode(r *decoder) {
 		s.line = r.f64()
 		s.n = r.u64()
 	}
+	for i := range p.week {
+		p.week[i] = r.f32()
+	}
+	p.er = r.f64()
+	p.rr = r.f64()
+	p.wk = r.f64()
+	p.wn = r.u64()
+	p.ee = r.f64()
+	p.en = r.u64()
+	p.wkFrom = math.MinInt64
 }

@@ -11,7 +11,7 @@ import (
 // then the detector's fixed fields little-endian (float64 as IEEE bits,
 // counters as uint64), config first so that a snapshot from a different
 // config is refused. Bump snapshotVersion when any layout changes.
-const snapshotVersion = 9 // 2: auto keeps the time of its first sample; storm and surge remember their episode. 3: auto's spike path and the level at its records. 4: auto's peak below the threshold. 5: auto's offsets from the level per time of day. 6: auto's slope. 7: auto's spike-path excursion length. 8: auto's previous timestamp. 9: auto's day profile and time zone
+const snapshotVersion = 10 // 2: auto keeps the time of its first sample; storm and surge remember their episode. 3: auto's spike path and the level at its records. 4: auto's peak below the threshold. 5: auto's offsets from the level per time of day. 6: auto's slope. 7: auto's spike-path excursion length. 8: auto's previous timestamp. 9: auto's day profile and time zone. 10: the profile's week
 
 // ErrSnapshot is wrapped by every snapshot restore error.
 var ErrSnapshot = errors.New("invalid detector snapshot")
@@ -27,6 +27,7 @@ func newEncoder(kind string, capacity int) *encoder {
 
 func (e *encoder) u64(v uint64)  { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
 func (e *encoder) f64(v float64) { e.u64(math.Float64bits(v)) }
+func (e *encoder) f32(v float32) { e.b = binary.LittleEndian.AppendUint32(e.b, math.Float32bits(v)) }
 func (e *encoder) i64(v int64)   { e.u64(uint64(v)) }
 func (e *encoder) bool(v bool) {
 	if v {
@@ -78,7 +79,19 @@ func (d *decoder) u64() uint64 {
 }
 
 func (d *decoder) f64() float64 { return math.Float64frombits(d.u64()) }
-func (d *decoder) i64() int64   { return int64(d.u64()) }
+
+func (d *decoder) f32() float32 {
+	if len(d.b) < 4 {
+		if d.err == nil {
+			d.err = fmt.Errorf("%w: truncated", ErrSnapshot)
+		}
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(d.b)
+	d.b = d.b[4:]
+	return math.Float32frombits(v)
+}
+func (d *decoder) i64() int64 { return int64(d.u64()) }
 func (d *decoder) bool() bool {
 	if len(d.b) < 1 {
 		if d.err == nil {
