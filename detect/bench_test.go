@@ -3,6 +3,7 @@ package detect
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 )
 
@@ -105,4 +106,37 @@ func BenchmarkNewAutoZoned(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkAutoFootprint reports what an auto detector holds per series
+// once its day and week are learnt (8 days of 5-minute samples): its
+// heap (heap-B/series, from the live heap over 1,000 detectors) and its
+// snapshot (snapshot-B/series). Its ns/op is the whole run's per
+// detector and means little.
+func BenchmarkAutoFootprint(b *testing.B) {
+	const n, samples = 1000, 8 * 288
+	var heap, snap float64
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		ds := make([]*Auto, n)
+		for i := range ds {
+			ds[i] = NewAuto(DefaultAutoConfig())
+			for j := range samples {
+				ds[i].Observe(int64(j)*300_000, benchValues[(i+j)&benchMask])
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		heap = float64(after.HeapAlloc-before.HeapAlloc) / n
+		s, err := ds[0].MarshalBinary()
+		if err != nil {
+			b.Fatal(err)
+		}
+		snap = float64(len(s))
+		runtime.KeepAlive(ds)
+	}
+	b.ReportMetric(heap, "heap-B/series")
+	b.ReportMetric(snap, "snapshot-B/series")
 }
