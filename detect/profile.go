@@ -269,6 +269,12 @@ func (p *dayProfile) weekSpan(from int64, i int) {
 func (p *dayProfile) learnWeek(sl *profileSlice, i int, m float64) {
 	c := &p.week[weekday(sl.from)*len(p.slices)+i]
 	e := m - sl.mean
+	if !finite(e*e) || math.Abs(e) > math.MaxFloat32 {
+		// A wild visit (a glitch of 1e300 on a slice's second day,
+		// before values are clipped) is no day's pattern, and would
+		// make the slope's sums infinite, then wk NaN.
+		return
+	}
 	p.en++
 	p.ee += maxf(p.wkAlpha, 1/float64(p.en)) * (e*e - p.ee)
 	r := float64(*c)

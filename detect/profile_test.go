@@ -90,7 +90,8 @@ func TestAutoDayProfile(t *testing.T) {
 // counter) in the slice of the morning's dip, on the day the slice learns
 // its errors and on a judging day, must not leave the slice's state
 // infinite (or NaN) or its mean skewed for weeks: the dip on day 10 still
-// pages with a band that excludes it.
+// pages with a band that excludes it. One on the slice's second day, a
+// visit the week learns from, must not make the week's sums NaN.
 func TestAutoDayProfileWildValues(t *testing.T) {
 	const perDay = 1440
 	cfg := DefaultAutoConfig()
@@ -107,6 +108,22 @@ func TestAutoDayProfileWildValues(t *testing.T) {
 			for _, f := range []float64{sl.mean, sl.flat, sl.line, sl.sum} {
 				require.True(t, finite(f), "seed %d: slice %d: %+v", seed, i, sl)
 			}
+		}
+		// On the slice's second day, before values are clipped, a
+		// wild visit is one the week learns from: its sums and cells
+		// stay finite (the dip's page there is a known gap: the
+		// slice's mean is skewed).
+		xs[perDay+8*60+30] = 1e300
+		d = NewAuto(cfg)
+		for i, x := range xs {
+			d.Observe(int64(i)*60_000, x)
+		}
+		p := &d.prof
+		for _, f := range []float64{p.wk, p.er, p.rr, p.ee} {
+			require.True(t, finite(f), "seed %d: the week: wk %v er %v rr %v ee %v", seed, p.wk, p.er, p.rr, p.ee)
+		}
+		for i, r := range p.week {
+			require.False(t, math.IsInf(float64(r), 0), "seed %d: the week's cell %d", seed, i)
 		}
 	}
 }
