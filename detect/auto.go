@@ -374,6 +374,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// level's, or this hour's (see below).
 	exp, half := now, 3*scale
 	var day *EWMA // this time of day's baseline; nil when DayBuckets is 0
+	profZ := 0.0  // x's distance from the day's profile in its spread where it judges, else 0
 	if c.DayBuckets > 0 {
 		day = a.day.At(ts)
 	}
@@ -480,6 +481,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// and its prediction and spread are the verdict's.
 		if psp > 0 {
 			exp, half = pexp, 3*psp
+			profZ = math.Abs(x-pexp) / psp
 		}
 	}
 	// The spike path (see spikePath), whose common case, a sample within
@@ -500,14 +502,29 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if hourZ > 0 && 4*hourSp*hourSp > v {
 			hourZ = 0
 		}
+		// Where the day's profile judges, a sample SpikeZ of its
+		// spreads from it is a spike for the profile as a sample far
+		// from the hour's usual value is for the hour, but only if it
+		// left the profile in one step (its change from the previous
+		// sample at least half its distance from the prediction, exp
+		// here): a value that drifted there, or a prediction that steps
+		// at a slice's edge on a series whose day is no curve (a memory
+		// sawtooth), is none. On a 1-minute KPI the short baseline lags
+		// the curve and the hour's slice holds the curve's swing within
+		// the hour, so neither sees a two-minute surge of a fifth.
+		if 4*change*change >= (x-exp)*(x-exp) {
+			hourZ = maxf(hourZ, profZ)
+		}
 		if (out || jump >= c.SpikeZ || hourZ >= c.SpikeZ) && n >= 2 {
 			// The spread of changes a jump is measured in, for the
 			// excursion's bound and the daily pattern's change.
 			js := a.jumpSpread(changeSp, loc)
 			spike = a.spikePath(m, d, v, jump, c.JumpZ*js, hourZ, out)
 			// A move the daily pattern makes scores nothing, but its
-			// excursion is followed as any other.
-			if spike > 0 && a.patterned(ts, x, m, daySp, change, js, day) {
+			// excursion is followed as any other. The profile, the finer
+			// of the two daily patterns, overrules: where it puts x
+			// SpikeZ spreads away, x is no move of the pattern.
+			if spike > 0 && profZ < c.SpikeZ && a.patterned(ts, x, m, daySp, change, js, day) {
 				spike = 0
 			}
 		}

@@ -31,7 +31,7 @@ var goldenChecksums = map[string]uint64{
 	"blocks/ewma_robust_likelihood": 0x7611ffb929651c7a,
 	"blocks/seasonal":               0xc1bb10dddc69ae6f,
 	"blocks/tails":                  0xa5aeaa562c0ab43b,
-	"kind/auto":                     0x929d6a3026ff88df,
+	"kind/auto":                     0xe48374fff8cfa434,
 	"kind/auto/snapshot":            0x8c712d73a203fc2,
 	"kind/cusum":                    0x4881f77effed4c25,
 	"kind/cusum/snapshot":           0x6896e270495f2f4c,
