@@ -49,4 +49,41 @@ var probeFamilies6 = []family{
 			return s
 		},
 	},
+	{
+		// kpi_minute at 5-minute resolution, drawn after the day's
+		// profile learnt the week and its spike path, as a check at
+		// another resolution (docs/detectors.md, "A spike for the day's
+		// profile"): 8 to 21 days, the same curve, weekends and noise;
+		// dips of 15-25 % for one to six samples, surges of 15-30 % for
+		// one or two.
+		name: "kpi_5min",
+		gen: func(rng *rand.Rand, i int) synthSeries {
+			n := []int{4000, 6000, 2500}[i%3]
+			level := math.Pow(10, 1+3*rng.Float64())
+			amp := 0.5 + 0.3*rng.Float64()
+			noise := 0.02 + 0.03*rng.Float64()
+			k := []int{3, 5, 0, 4}[i%4]
+			s := synthSeries{onsets: onsets(rng, n, k)}
+			var inc []incident
+			for range s.onsets {
+				if rng.IntN(2) == 0 {
+					inc = append(inc, incident{0.85 - 0.1*rng.Float64(), 1 + rng.IntN(6)})
+				} else {
+					inc = append(inc, incident{1.15 + 0.15*rng.Float64(), 1 + rng.IntN(2)})
+				}
+			}
+			for j := range n {
+				ts := t0 + int64(j)*fiveMins
+				ph := 2 * math.Pi * float64(ts%day) / float64(day)
+				x := level * (1 + amp*(0.7*math.Sin(ph-2.2)+0.3*math.Sin(2*ph-1)))
+				if (ts/day)%7 >= 5 {
+					x *= 0.85
+				}
+				x = withIncidents(x, j, s.onsets, inc)
+				x *= 1 + noise*rng.NormFloat64()
+				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
+			}
+			return s
+		},
+	},
 }
