@@ -1014,7 +1014,10 @@ const (
 
 // MarshalBinary implements Detector.
 func (a *Auto) MarshalBinary() ([]byte, error) {
-	w := newEncoder(autoKind, 256)
+	// About 1 KB of fixed fields and 150 bytes per time-of-day slice
+	// (its baseline, offset, profile slice and seven days of the week),
+	// so that the buffer is allocated once.
+	w := newEncoder(autoKind, 1024+160*a.cfg.DayBuckets)
 	encodeConfig(w, a.cfg.fields())
 	w.str(a.cfg.TimeZone)
 	a.level.encode(w)

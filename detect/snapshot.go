@@ -66,42 +66,40 @@ func newDecoder(kind string, b []byte) (*decoder, error) {
 	return &decoder{b: b[2+n:]}, nil
 }
 
-func (d *decoder) u64() uint64 {
-	if len(d.b) < 8 {
+// take returns the next n bytes, or nil (recording the error) when
+// fewer are left.
+func (d *decoder) take(n int) []byte {
+	if len(d.b) < n {
 		if d.err == nil {
 			d.err = fmt.Errorf("%w: truncated", ErrSnapshot)
 		}
-		return 0
+		return nil
 	}
-	v := binary.LittleEndian.Uint64(d.b)
-	d.b = d.b[8:]
+	v := d.b[:n]
+	d.b = d.b[n:]
 	return v
+}
+
+func (d *decoder) u64() uint64 {
+	if b := d.take(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
 }
 
 func (d *decoder) f64() float64 { return math.Float64frombits(d.u64()) }
+func (d *decoder) i64() int64   { return int64(d.u64()) }
 
 func (d *decoder) f32() float32 {
-	if len(d.b) < 4 {
-		if d.err == nil {
-			d.err = fmt.Errorf("%w: truncated", ErrSnapshot)
-		}
-		return 0
+	if b := d.take(4); b != nil {
+		return math.Float32frombits(binary.LittleEndian.Uint32(b))
 	}
-	v := binary.LittleEndian.Uint32(d.b)
-	d.b = d.b[4:]
-	return math.Float32frombits(v)
+	return 0
 }
-func (d *decoder) i64() int64 { return int64(d.u64()) }
+
 func (d *decoder) bool() bool {
-	if len(d.b) < 1 {
-		if d.err == nil {
-			d.err = fmt.Errorf("%w: truncated", ErrSnapshot)
-		}
-		return false
-	}
-	v := d.b[0] != 0
-	d.b = d.b[1:]
-	return v
+	b := d.take(1)
+	return b != nil && b[0] != 0
 }
 
 // str reads what encoder.str wrote.
