@@ -13,9 +13,12 @@ import "math"
 // a schedule that steps at a slice's edge keeps its steps. The series'
 // offset from the profile today (a robust location with the slices'
 // half-life in samples) is added, so a day that runs 15 % low overall
-// is no incident at every sample; what is left is judged in the
-// slice's own spread of it (the prediction's usual error there), and
-// its likelihood is the fourth of auto's.
+// is no incident at every sample, and from the second week on how this
+// day of the week usually differs (see "The week"); what is left is
+// judged in the slice's own spread of it (the prediction's usual error
+// there), and its likelihood is the fourth of auto's. Auto's spike
+// path also takes a sample that leaves the profile in one step as a
+// spike (see Observe).
 type dayProfile struct {
 	slices []profileSlice
 	// today's offset from the profile, learnt from the residuals
