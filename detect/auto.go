@@ -374,7 +374,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// level's, or this hour's (see below).
 	exp, half := now, 3*scale
 	var day *EWMA // this time of day's baseline; nil when DayBuckets is 0
-	profZ := 0.0  // x's distance from the day's profile in its spread where it judges, else 0
+	profZ := 0.0  // x's distance from the day's profile in its spreads where it judges and that is SpikeZ or more, else 0
 	if c.DayBuckets > 0 {
 		day = a.day.At(ts)
 	}
@@ -481,7 +481,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// and its prediction and spread are the verdict's.
 		if psp > 0 {
 			exp, half = pexp, 3*psp
-			profZ = math.Abs(x-pexp) / psp
+			if e := x - pexp; e*e >= a.spikeZ2*psp*psp { // rare: no division on most samples
+				profZ = math.Abs(e) / psp
+			}
 		}
 	}
 	// The spike path (see spikePath), whose common case, a sample within
@@ -512,7 +514,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// sawtooth), is none. On a 1-minute KPI the short baseline lags
 		// the curve and the hour's slice holds the curve's swing within
 		// the hour, so neither sees a two-minute surge of a fifth.
-		if 4*change*change >= (x-exp)*(x-exp) {
+		if profZ > 0 && 4*change*change >= (x-exp)*(x-exp) {
 			hourZ = maxf(hourZ, profZ)
 		}
 		if (out || jump >= c.SpikeZ || hourZ >= c.SpikeZ) && n >= 2 {
@@ -524,7 +526,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			// excursion is followed as any other. The profile, the finer
 			// of the two daily patterns, overrules: where it puts x
 			// SpikeZ spreads away, x is no move of the pattern.
-			if spike > 0 && profZ < c.SpikeZ && a.patterned(ts, x, m, daySp, change, js, day) {
+			if spike > 0 && profZ == 0 && a.patterned(ts, x, m, daySp, change, js, day) {
 				spike = 0
 			}
 		}

@@ -133,7 +133,11 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 		if f < 0 {
 			j, f, wj = i-1, -f, p.wkPrev
 		}
-		j = (j + len(p.slices)) % len(p.slices)
+		if j < 0 { // across midnight, without a division
+			j = len(p.slices) - 1
+		} else if j == len(p.slices) {
+			j = 0
+		}
 		line := flat
 		if nb := &p.slices[j]; nb.days >= profileKnown {
 			line = (1-f)*flat + f*(nb.mean+wj)
@@ -147,7 +151,7 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 		g := maxf(p.off.Scale(), scaleFloor(pred))
 		if p.off.Count() >= warmUp {
 			v := minf(sl.flat, sl.line)
-			spread := maxf(g, math.Sqrt(v))
+			spread2 := maxf(g*g, v) // the spread squared: its root is taken where it judges
 			// The surprise averaged is the root mean square of the
 			// residuals in spreads, not their mean absolute value: where
 			// the profile judges they are near-Gaussian, and the root
@@ -156,10 +160,9 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 			// distribution than the mean of |z|, whose right tail is
 			// longer. On a plain 1-minute KPI (30 days, ten seeds) the
 			// profile's noise pages fell from 4 to 1.
-			q := minf(math.Abs(e)/spread, surpriseCap)
-			avg := math.Sqrt(p.lik.average(q * q))
+			avg := math.Sqrt(p.lik.average(minf(e*e/spread2, surpriseCap*surpriseCap)))
 			if sl.days > profileKnown && sl.n >= p.minErrs && p.lik.long.n >= warmUp && 2*g <= scale {
-				z, exp, sp = p.lik.z(avg), pred+loc, spread
+				z, exp, sp = p.lik.z(avg), pred+loc, math.Sqrt(spread2)
 			}
 			p.lik.long.Update(avg)
 			// The errors, clipped once the slice judges (an incident
@@ -167,7 +170,7 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 			// before at 3 of the level's, so that one wild sample on
 			// the learning day does not make the slice's error
 			// infinite.
-			bound := 9 * maxf(v, g*g)
+			bound := 9 * spread2
 			if sl.days == profileKnown {
 				bound = maxf(bound, 9*scale*scale)
 			}
@@ -180,7 +183,12 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 			sl.flat += w * (minf(ef*ef, bound) - sl.flat)
 			sl.line += w * (minf(el*el, bound) - sl.line)
 		}
-		p.off.Update(x - pred)
+		// Robust.Update, in place once steady (see Robust.update).
+		if p.off.steady() {
+			p.off.learn(p.off.clipped(x - pred))
+		} else {
+			p.off.Update(x - pred)
+		}
 		// A value far from the prediction (a unit glitch, a misread
 		// counter) is summed at profileClip of the level's spreads from
 		// it, so that one sample does not skew the slice's mean for
