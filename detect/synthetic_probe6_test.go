@@ -21,32 +21,7 @@ var probeFamilies6 = []family{
 		// times the noise. A quarter of the series are all-normal.
 		name: "kpi_minute",
 		gen: func(rng *rand.Rand, i int) synthSeries {
-			n := []int{20000, 30000, 12000}[i%3]
-			level := math.Pow(10, 1+3*rng.Float64())
-			amp := 0.5 + 0.3*rng.Float64()
-			noise := 0.02 + 0.03*rng.Float64()
-			k := []int{3, 5, 0, 4}[i%4]
-			s := synthSeries{onsets: onsets(rng, n, k)}
-			var inc []incident
-			for range s.onsets {
-				if rng.IntN(2) == 0 {
-					inc = append(inc, incident{0.85 - 0.1*rng.Float64(), 5 + rng.IntN(25)})
-				} else {
-					inc = append(inc, incident{1.15 + 0.15*rng.Float64(), 1 + rng.IntN(5)})
-				}
-			}
-			for j := range n {
-				ts := t0 + int64(j)*minute
-				ph := 2 * math.Pi * float64(ts%day) / float64(day)
-				x := level * (1 + amp*(0.7*math.Sin(ph-2.2)+0.3*math.Sin(2*ph-1)))
-				if (ts/day)%7 >= 5 {
-					x *= 0.85
-				}
-				x = withIncidents(x, j, s.onsets, inc)
-				x *= 1 + noise*rng.NormFloat64()
-				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
-			}
-			return s
+			return kpiSeries(rng, i, minute, []int{20000, 30000, 12000}, [2]int{5, 25}, 5)
 		},
 	},
 	{
@@ -58,32 +33,39 @@ var probeFamilies6 = []family{
 		// one or two.
 		name: "kpi_5min",
 		gen: func(rng *rand.Rand, i int) synthSeries {
-			n := []int{4000, 6000, 2500}[i%3]
-			level := math.Pow(10, 1+3*rng.Float64())
-			amp := 0.5 + 0.3*rng.Float64()
-			noise := 0.02 + 0.03*rng.Float64()
-			k := []int{3, 5, 0, 4}[i%4]
-			s := synthSeries{onsets: onsets(rng, n, k)}
-			var inc []incident
-			for range s.onsets {
-				if rng.IntN(2) == 0 {
-					inc = append(inc, incident{0.85 - 0.1*rng.Float64(), 1 + rng.IntN(6)})
-				} else {
-					inc = append(inc, incident{1.15 + 0.15*rng.Float64(), 1 + rng.IntN(2)})
-				}
-			}
-			for j := range n {
-				ts := t0 + int64(j)*fiveMins
-				ph := 2 * math.Pi * float64(ts%day) / float64(day)
-				x := level * (1 + amp*(0.7*math.Sin(ph-2.2)+0.3*math.Sin(2*ph-1)))
-				if (ts/day)%7 >= 5 {
-					x *= 0.85
-				}
-				x = withIncidents(x, j, s.onsets, inc)
-				x *= 1 + noise*rng.NormFloat64()
-				s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
-			}
-			return s
+			return kpiSeries(rng, i, fiveMins, []int{4000, 6000, 2500}, [2]int{1, 6}, 2)
 		},
 	},
+}
+
+// kpiSeries draws series i of a KPI family at the given step: lengths[i%3]
+// rows; dips lasting dip[0] plus up to dip[1]-1 more rows, surges 1 to
+// surge rows.
+func kpiSeries(rng *rand.Rand, i int, step int64, lengths []int, dip [2]int, surge int) synthSeries {
+	n := lengths[i%3]
+	level := math.Pow(10, 1+3*rng.Float64())
+	amp := 0.5 + 0.3*rng.Float64()
+	noise := 0.02 + 0.03*rng.Float64()
+	k := []int{3, 5, 0, 4}[i%4]
+	s := synthSeries{onsets: onsets(rng, n, k)}
+	var inc []incident
+	for range s.onsets {
+		if rng.IntN(2) == 0 {
+			inc = append(inc, incident{0.85 - 0.1*rng.Float64(), dip[0] + rng.IntN(dip[1])})
+		} else {
+			inc = append(inc, incident{1.15 + 0.15*rng.Float64(), 1 + rng.IntN(surge)})
+		}
+	}
+	for j := range n {
+		ts := t0 + int64(j)*step
+		ph := 2 * math.Pi * float64(ts%day) / float64(day)
+		x := level * (1 + amp*(0.7*math.Sin(ph-2.2)+0.3*math.Sin(2*ph-1)))
+		if (ts/day)%7 >= 5 {
+			x *= 0.85
+		}
+		x = withIncidents(x, j, s.onsets, inc)
+		x *= 1 + noise*rng.NormFloat64()
+		s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
+	}
+	return s
 }
