@@ -42,24 +42,34 @@ func kpiMinutes(rng *rand.Rand) []float64 {
 	return xs
 }
 
-// requireDipPage runs auto over 1-minute xs up to the end of a 15-minute
-// dip from row dip, requires a page within the dip and that the page
-// explains itself: the value lies below the verdict's band, which is the
-// profile's, not the level's or the hour's (those spanned about 250 to
-// 1,400 on kpiMinutes): narrower than width times the expected value. It
-// returns the detector as the page left it.
-func requireDipPage(t *testing.T, cfg AutoConfig, xs []float64, dip int, seed uint64, width float64) *Auto {
+// requirePage runs auto over 1-minute xs up to row at+rows, requires a
+// page from row at on and that the page explains itself: the value lies
+// beyond the verdict's band, above it for a surge (up) and below it for
+// a dip, and the band is the profile's, not the level's or the hour's
+// (those spanned about 250 to 1,400 on kpiMinutes): narrower than width
+// times the expected value. It returns the detector as the page left it.
+func requirePage(t *testing.T, cfg AutoConfig, xs []float64, at, rows int, up bool, seed uint64, width float64) *Auto {
 	t.Helper()
 	d := NewAuto(cfg)
-	for i, x := range xs[:dip+15] {
-		if v := d.Observe(int64(i)*60_000, x); v.Score >= cfg.Threshold && i >= dip {
-			require.Less(t, x, v.Lower, "seed %d: the dip's band", seed)
-			require.Less(t, v.Upper-v.Lower, width*v.Expected, "seed %d: the dip's band", seed)
+	for i, x := range xs[:at+rows] {
+		if v := d.Observe(int64(i)*60_000, x); v.Score >= cfg.Threshold && i >= at {
+			if up {
+				require.Greater(t, x, v.Upper, "seed %d: the surge's band", seed)
+			} else {
+				require.Less(t, x, v.Lower, "seed %d: the dip's band", seed)
+			}
+			require.Less(t, v.Upper-v.Lower, width*v.Expected, "seed %d: the band's width", seed)
 			return d
 		}
 	}
-	require.Fail(t, "no page", "seed %d: the dip", seed)
+	require.Fail(t, "no page", "seed %d: from row %d", seed, at)
 	return nil
+}
+
+// requireDipPage is requirePage for a 15-minute dip from row dip.
+func requireDipPage(t *testing.T, cfg AutoConfig, xs []float64, dip int, seed uint64, width float64) *Auto {
+	t.Helper()
+	return requirePage(t, cfg, xs, dip, 15, false, seed, width)
 }
 
 // TestAutoDayProfile: on a 1-minute KPI, a dip to 80 % for a quarter of
@@ -297,7 +307,7 @@ func TestAutoWeek(t *testing.T) {
 // spreads in one step is a spike, and it pages on all ten, above the
 // profile's band.
 func TestAutoProfileSpike(t *testing.T) {
-	const perDay, minuteMs = 1440, 60_000
+	const perDay = 1440
 	cfg := DefaultAutoConfig()
 	at := 10*perDay + 3*60
 	for seed := range uint64(10) {
@@ -305,17 +315,7 @@ func TestAutoProfileSpike(t *testing.T) {
 		for i := at; i < at+2; i++ {
 			xs[i] *= 1.2
 		}
-		d := NewAuto(cfg)
-		paged := false
-		for i, x := range xs[:at+5] {
-			v := d.Observe(int64(i)*minuteMs, x)
-			if i >= at && v.Score >= cfg.Threshold && !paged {
-				paged = true
-				require.Greater(t, x, v.Upper, "seed %d: the surge's band", seed)
-				require.Less(t, v.Upper-v.Lower, 0.3*v.Expected, "seed %d: the surge's band", seed)
-			}
-		}
-		require.True(t, paged, "seed %d: the surge", seed)
+		requirePage(t, cfg, xs, at, 5, true, seed, 0.3)
 	}
 }
 
