@@ -46,10 +46,11 @@ type dayProfile struct {
 	// is not half a Friday's.
 	wkFrom                int64
 	wkOwn, wkPrev, wkNext float64
-	// How much of the week's offsets is added (wk, 0 to 1), from the
-	// means of e·r and r² over the visits whose day had an offset r
-	// (e: the visit's difference from its slice's mean), wn of them,
-	// each weighted by wkAlpha once past equal weights.
+	// How much of the week's offsets is added (wk, 0 to 1; see slope,
+	// kept for weekSpan and not in snapshots), from the means of e·r and
+	// r² over the visits whose day had an offset r (e: the visit's
+	// difference from its slice's mean), wn of them, each weighted by
+	// wkAlpha once past equal weights.
 	er, rr, wk float64
 	wn         uint64
 	// the mean of e² over all visits (en of them), the prior's unit
@@ -306,17 +307,23 @@ func (p *dayProfile) learnWeek(sl *profileSlice, i int, m float64) {
 	w := maxf(p.wkAlpha, 1/float64(p.wn))
 	p.er += w * (e*r - p.er)
 	p.rr += w * (r*r - p.rr)
-	// The slope over the visits (n of them, as many as their weights
-	// count), with a prior of weekPrior worth a day of visits whose
-	// offsets were as large as visits' differences usually are: a day
-	// of small offsets (ordinary days, whose offsets are noise) moves
-	// it little, a day of large ones (a weekend's) decides it.
-	n, prior := minf(float64(p.wn), 1/p.wkAlpha), float64(len(p.slices))*p.ee
-	if d := n*p.rr + prior; d > 0 {
-		p.wk = min(max((n*p.er+prior*weekPrior)/d, 0), 1)
-	}
+	p.wk = p.slope()
 	*c = float32(r + weekAlpha*(e-r))
 	p.wkFrom = math.MinInt64 // the span's offsets are worked out again
+}
+
+// slope is wk from the visits' sums: the slope over the visits (n of
+// them, as many as their weights count), with a prior of weekPrior worth
+// a day of visits whose offsets were as large as visits' differences
+// usually are: a day of small offsets (ordinary days, whose offsets are
+// noise) moves it little, a day of large ones (a weekend's) decides it.
+// Before any visit is compared it is weekPrior.
+func (p *dayProfile) slope() float64 {
+	n, prior := minf(float64(p.wn), 1/p.wkAlpha), float64(len(p.slices))*p.ee
+	if d := n*p.rr + prior; d > 0 {
+		return min(max((n*p.er+prior*weekPrior)/d, 0), 1)
+	}
+	return weekPrior
 }
 
 func (p *dayProfile) encode(w *encoder) {
@@ -338,7 +345,6 @@ func (p *dayProfile) encode(w *encoder) {
 	}
 	w.f64(p.er)
 	w.f64(p.rr)
-	w.f64(p.wk)
 	w.u64(p.wn)
 	w.f64(p.ee)
 	w.u64(p.en)
@@ -363,9 +369,9 @@ func (p *dayProfile) decode(r *decoder) {
 	}
 	p.er = r.f64()
 	p.rr = r.f64()
-	p.wk = r.f64()
 	p.wn = r.u64()
 	p.ee = r.f64()
 	p.en = r.u64()
+	p.wk = p.slope()
 	p.wkFrom = math.MinInt64
 }
