@@ -309,6 +309,15 @@ type Auto struct {
 	// The time zone of the day; derived from the config, not part of
 	// snapshots.
 	zone zoneClock
+	// Departures from a value the metric repeats (see departures), and
+	// what judging them needs, derived from the config: the likelihood
+	// z of a score of half the threshold, from which a departure is
+	// under way; the level's alpha, over which the share of repeated
+	// samples is taken; the long run's per-sample decay and its
+	// logarithm.
+	dep                     departures
+	depZ, sameAlpha         float64
+	longDecay, logLongDecay float64
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -332,6 +341,12 @@ func NewAuto(c AutoConfig) *Auto {
 		stepLk: NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
 		spike:  NewEWMA(AlphaForHalfLife(c.SpikeHalfLife)),
 	}
+	a.dep = newDepartures()
+	// At least 1: the likelihoods report a z below 1 as 0, calm.
+	a.depZ = maxf(math.Sqrt2*math.Erfcinv(2*a.calmP), 1)
+	a.sameAlpha = levelAlpha
+	a.longDecay = 1 - AlphaForHalfLife(c.LongHalfLife)
+	a.logLongDecay = math.Log(a.longDecay)
 	// Validate has checked the zone; a config that was not validated
 	// keeps UTC for a zone that does not load.
 	a.zone = newZoneClock(c.TimeZone)
@@ -474,6 +489,15 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	z := a.lik.z(avg)
 	a.lik.long.Update(avg)
 	z = maxf(maxf(z, zDay), zStep)
+	// On a metric that sits on one value, a departure is judged by how
+	// often departures as large have come (see departures).
+	if z >= a.depZ {
+		if a.dep.same >= 0.9 {
+			z = a.dep.judge(z, math.Abs(x-a.dep.value), a.n, a.longDecay, a.logLongDecay)
+		}
+	} else {
+		a.dep.open = false
+	}
 	if day != nil {
 		zp, pexp, psp := a.prof.observe(&a.day, a.day.Bucket(ts), ts, x, scale, c.SurpriseCap, uint64(c.WarmUp))
 		z = maxf(z, zp)
@@ -530,6 +554,17 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				spike = 0
 			}
 		}
+	}
+	if x == a.prev {
+		// The value a departure is measured from is the one the metric
+		// repeats while its likelihoods are calm (within one standard
+		// deviation): a burst that repeats its own value is no such.
+		if z == 0 {
+			a.dep.value = x
+		}
+		a.dep.same += a.sameAlpha * (1 - a.dep.same)
+	} else {
+		a.dep.same -= a.sameAlpha * a.dep.same
 	}
 	a.prev, a.prevTs = x, ts
 	if a.level.steady() {
@@ -1046,6 +1081,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.f64(a.runPeak)
 	w.i64(int64(a.runCalm))
 	w.f64(a.slope)
+	a.dep.encode(w)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -1091,6 +1127,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.setRunPeak(r.f64())
 	a.runCalm = int(r.i64())
 	a.slope = r.f64()
+	a.dep.decode(r)
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)

@@ -11,7 +11,7 @@ import (
 // then the detector's fixed fields little-endian (float64 as IEEE bits,
 // counters as uint64), config first so that a snapshot from a different
 // config is refused. Bump snapshotVersion when any layout changes.
-const snapshotVersion = 10 // 2: auto keeps the time of its first sample; storm and surge remember their episode. 3: auto's spike path and the level at its records. 4: auto's peak below the threshold. 5: auto's offsets from the level per time of day. 6: auto's slope. 7: auto's spike-path excursion length. 8: auto's previous timestamp. 9: auto's day profile and time zone. 10: the profile's week
+const snapshotVersion = 11 // 2: auto keeps the time of its first sample; storm and surge remember their episode. 3: auto's spike path and the level at its records. 4: auto's peak below the threshold. 5: auto's offsets from the level per time of day. 6: auto's slope. 7: auto's spike-path excursion length. 8: auto's previous timestamp. 9: auto's day profile and time zone. 10: the profile's week. 11: auto's departures from a repeated value
 
 // ErrSnapshot is wrapped by every snapshot restore error.
 var ErrSnapshot = errors.New("invalid detector snapshot")
@@ -27,7 +27,8 @@ func newEncoder(kind string, capacity int) *encoder {
 
 func (e *encoder) u64(v uint64)  { e.b = binary.LittleEndian.AppendUint64(e.b, v) }
 func (e *encoder) f64(v float64) { e.u64(math.Float64bits(v)) }
-func (e *encoder) f32(v float32) { e.b = binary.LittleEndian.AppendUint32(e.b, math.Float32bits(v)) }
+func (e *encoder) f32(v float32) { e.u32(math.Float32bits(v)) }
+func (e *encoder) u32(v uint32)  { e.b = binary.LittleEndian.AppendUint32(e.b, v) }
 func (e *encoder) i64(v int64)   { e.u64(uint64(v)) }
 func (e *encoder) bool(v bool) {
 	if v {
@@ -90,9 +91,11 @@ func (d *decoder) u64() uint64 {
 func (d *decoder) f64() float64 { return math.Float64frombits(d.u64()) }
 func (d *decoder) i64() int64   { return int64(d.u64()) }
 
-func (d *decoder) f32() float32 {
+func (d *decoder) f32() float32 { return math.Float32frombits(d.u32()) }
+
+func (d *decoder) u32() uint32 {
 	if b := d.take(4); b != nil {
-		return math.Float32frombits(binary.LittleEndian.Uint32(b))
+		return binary.LittleEndian.Uint32(b)
 	}
 	return 0
 }

@@ -104,8 +104,15 @@ func TestCrossValidation(t *testing.T) {
 		t.Logf("held out %v: auto [%s] %.2f (tuned %.2f at %.4g), zscore %.2f", hA[i].Test, hA[i].Chosen, hA[i].Trial.Normalized,
 			hA[i].Tune.Normalized, hA[i].Tune.Threshold, hZ[i].Trial.Normalized)
 		require.Greater(t, hA[i].Trial.Normalized, hZ[i].Trial.Normalized)
+		// A floor against collapse, not a target. The half without tweet
+		// volumes tunes its threshold to about 0.46, where the other
+		// half's tweets start to raise false alarms by the hundred (70.6
+		// at auto's own 0.6, 52 at 0.46); it was 60 until
+		// art_increase_spike_density's regular spikes stopped paging
+		// (docs/detectors.md, "Departures from a repeated value"), whose
+		// false alarms below 0.6 had held that half's optimum up.
 		if !grid { // a grid can overfit the tuning half; that is what it shows
-			require.GreaterOrEqual(t, hA[i].Trial.Normalized, 60.0, "auto on the held-out half")
+			require.GreaterOrEqual(t, hA[i].Trial.Normalized, 50.0, "auto on the held-out half")
 		}
 	}
 }

@@ -1,0 +1,141 @@
+package detect
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// blipCounter is a week of a counter of rare events at 1-minute
+// resolution: 0, and every few hours (a mean spacing drawn between 4
+// and 12 hours) a blip of a few events for one sample, sometimes two.
+func blipCounter(rng *rand.Rand, n int) []float64 {
+	gap := 240 + rng.IntN(480)
+	size := float64(1 + rng.IntN(20))
+	xs := make([]float64, n)
+	for next := rng.IntN(gap); next < n; next += gap/2 + rng.IntN(gap) {
+		xs[next] = math.Max(1, math.Round(size*(0.7+0.6*rng.Float64())))
+		if next+1 < n && rng.IntN(3) == 0 {
+			xs[next+1] = math.Max(1, math.Round(size*(0.7+0.6*rng.Float64())))
+		}
+	}
+	return xs
+}
+
+// On a counter that blips every few hours, the blips stop paging once a
+// few have been seen; before departures, nearly every one paged.
+func TestAutoDeparturesBlips(t *testing.T) {
+	const perDay = 1440
+	cfg := DefaultAutoConfig()
+	pages, blips := 0, 0
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		xs := blipCounter(rng, 7*perDay)
+		d := NewAuto(cfg)
+		was := StateNormal
+		for i, x := range xs {
+			v := d.Observe(int64(i)*60_000, x)
+			// A page is an alert's first sample.
+			page := v.Score >= cfg.Threshold && was != StateAnomalous
+			was = v.State
+			if i < 2*perDay {
+				continue // the first blips are news
+			}
+			if x > 0 && xs[i-1] == 0 {
+				blips++
+			}
+			if page {
+				pages++
+			}
+		}
+	}
+	require.Greater(t, blips, 100, "blips drawn")
+	require.LessOrEqual(t, pages, blips/10, "pages on days 3-7 of ten counters")
+}
+
+// An incident on such a counter still pages: a burst that lasts, and a
+// second one like it (a single earlier departure proves nothing).
+func TestAutoDeparturesIncidents(t *testing.T) {
+	const perDay = 1440
+	cfg := DefaultAutoConfig()
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		xs := blipCounter(rng, 8*perDay)
+		peak := 0.0
+		for _, x := range xs {
+			peak = max(peak, x)
+		}
+		// Two bursts of 30 minutes at the largest blip's size, a day
+		// apart, on days 6 and 7.
+		for _, at := range []int{5*perDay + 600, 6*perDay + 600} {
+			for i := at; i < at+30; i++ {
+				xs[i] = peak
+			}
+		}
+		d := NewAuto(cfg)
+		paged := [2]bool{}
+		for i, x := range xs {
+			v := d.Observe(int64(i)*60_000, x)
+			for k, at := range []int{5*perDay + 600, 6*perDay + 600} {
+				if i >= at && i < at+30 && v.Score >= cfg.Threshold {
+					paged[k] = true
+				}
+			}
+		}
+		require.True(t, paged[0], "seed %d: the first burst", seed)
+		require.True(t, paged[1], "seed %d: the second burst", seed)
+	}
+}
+
+// A gauge at a whole number that dips by one for a sample every few
+// hours: the dips stop paging, and a snapshot taken in the middle of a
+// departure restores it.
+func TestAutoDeparturesGaugeSnapshot(t *testing.T) {
+	const perDay = 1440
+	cfg := DefaultAutoConfig()
+	rng := rand.New(rand.NewPCG(3, 9))
+	xs := make([]float64, 5*perDay)
+	dips := []int{}
+	for i := range xs {
+		xs[i] = 12
+	}
+	for next := 100; next < len(xs); next += 200 + rng.IntN(300) {
+		xs[next] = 11
+		dips = append(dips, next)
+	}
+	whole := NewAuto(cfg)
+	want := make([]Verdict, len(xs))
+	pages := 0
+	for i, x := range xs {
+		want[i] = whole.Observe(int64(i)*60_000, x)
+		if i >= perDay && want[i].Score >= cfg.Threshold {
+			pages++
+		}
+	}
+	require.Zero(t, pages, "dips paging after the first day")
+	require.True(t, whole.dep.same >= 0.9, "the gauge repeats its value")
+
+	// Cut right after a dip on day 3, while its departure is open.
+	cut := 0
+	for _, at := range dips {
+		if at > 3*perDay {
+			cut = at + 1
+			break
+		}
+	}
+	first := NewAuto(cfg)
+	for i := range cut {
+		first.Observe(int64(i)*60_000, xs[i])
+	}
+	require.True(t, first.dep.open, "a departure is under way at the cut")
+	snap, err := first.MarshalBinary()
+	require.NoError(t, err)
+	restored := NewAuto(cfg)
+	require.NoError(t, restored.UnmarshalBinary(snap))
+	require.Equal(t, first.dep, restored.dep)
+	for i := cut; i < len(xs); i++ {
+		require.Equal(t, want[i], restored.Observe(int64(i)*60_000, xs[i]), "sample %d", i)
+	}
+}
