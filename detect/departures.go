@@ -15,8 +15,10 @@ import "math"
 //
 // departures keeps what the Gaussian cannot: how often the metric has
 // left its value by this much. While nearly all samples repeat the one
-// before (same ≥ 0.9, over the level's half-life), an excursion of the
-// likelihoods (z at or above the score of half the threshold, the
+// before (same ≥ 0.9, over the level's half-life; a metric is taken to
+// sit on one value until it shows otherwise, which one that does not
+// repeat shows within 23 samples, inside the warm-up), an excursion of
+// the likelihoods (z at or above the score of half the threshold, the
 // hysteresis bound) is a departure; its size is how far it has taken the
 // metric from the value it repeats, summed over its samples, so that a
 // departure that lasts outgrows the blips before it. The last
@@ -62,7 +64,7 @@ const (
 )
 
 func newDepartures() departures {
-	var d departures
+	d := departures{same: 1}
 	for i := range d.ring {
 		d.ring[i].size = -1
 	}
