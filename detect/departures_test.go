@@ -140,3 +140,25 @@ func TestAutoDeparturesGaugeSnapshot(t *testing.T) {
 		require.Equal(t, want[i], restored.Observe(int64(i)*60_000, xs[i]), "sample %d", i)
 	}
 }
+
+// A metric is taken to sit on one value from its first samples: on a
+// counter that blips every 100 samples (as NAB's
+// art_increase_spike_density), only the first blips page, not every
+// blip until the share of repeats has been learnt.
+func TestAutoDeparturesFromTheStart(t *testing.T) {
+	cfg := DefaultAutoConfig()
+	d := NewAuto(cfg)
+	pages, was := 0, StateNormal
+	for i := range 1000 {
+		x := 0.0
+		if i%100 == 30 {
+			x = 20
+		}
+		v := d.Observe(int64(i)*60_000, x)
+		if v.Score >= cfg.Threshold && was != StateAnomalous {
+			pages++
+		}
+		was = v.State
+	}
+	require.LessOrEqual(t, pages, 3, "pages over 10 blips")
+}
