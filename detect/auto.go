@@ -563,7 +563,10 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.dep.value = x
 		}
 		a.dep.same += a.sameAlpha * (1 - a.dep.same)
-	} else {
+	} else if a.dep.same > 0x1p-20 {
+		// Far below the 0.9 that matters the share stops falling: on a
+		// metric that never repeats it would reach the denormal numbers,
+		// whose arithmetic is many times slower.
 		a.dep.same -= a.sameAlpha * a.dep.same
 	}
 	a.prev, a.prevTs = x, ts

@@ -25,14 +25,14 @@ import (
 // them with `go test ./detect -run TestGoldenChecksums -v`).
 var goldenChecksums = map[string]uint64{
 	"auto/no_day":                   0x4b6f1aa72c9e24de,
-	"auto/no_day/snapshot":          0xdbaa59163730bf31,
+	"auto/no_day/snapshot":          0xa72a90fcf3daf44a,
 	"auto/odd":                      0x191f87416a59a1,
-	"auto/odd/snapshot":             0x288db7bf50d109d8,
+	"auto/odd/snapshot":             0xa198efb26bbb8aef,
 	"blocks/ewma_robust_likelihood": 0x7611ffb929651c7a,
 	"blocks/seasonal":               0xc1bb10dddc69ae6f,
 	"blocks/tails":                  0xa5aeaa562c0ab43b,
 	"kind/auto":                     0xf847126f80d36d11,
-	"kind/auto/snapshot":            0xacdfca69056adbc0,
+	"kind/auto/snapshot":            0x9d6cea4a94898943,
 	"kind/cusum":                    0x4881f77effed4c25,
 	"kind/cusum/snapshot":           0xd15935702a0dad7b,
 	"kind/ewma":                     0x93e283cef68c5409,
