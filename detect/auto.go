@@ -316,6 +316,7 @@ type Auto struct {
 	// samples is taken; the long run's per-sample decay and its
 	// logarithm.
 	dep                     departures
+	sch                     schedule // the starts of recent excursions (see schedule)
 	depZ, sameAlpha         float64
 	longDecay, logLongDecay float64
 }
@@ -495,7 +496,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if a.dep.same >= 0.9 {
 			z = a.dep.judge(z, math.Abs(x-a.dep.value), a.n, a.longDecay, a.logLongDecay)
 		}
-	} else {
+	} else if a.dep.open {
 		a.dep.open = false
 	}
 	if day != nil {
@@ -568,6 +569,18 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// metric that never repeats it would reach the denormal numbers,
 		// whose arithmetic is many times slower.
 		a.dep.same -= a.sameAlpha * a.dep.same
+	}
+	// A scheduled job scores nothing (see schedule).
+	if z >= a.depZ || spike > 0 {
+		if !a.sch.open {
+			step := ts - a.prevTs
+			a.sch.begin(ts, step, int64(c.Calm)*step)
+		}
+		if a.sch.muted {
+			z, spike = 0, 0
+		}
+	} else if a.sch.open {
+		a.sch.open = false
 	}
 	a.prev, a.prevTs = x, ts
 	if a.level.steady() {
@@ -1085,6 +1098,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.i64(int64(a.runCalm))
 	w.f64(a.slope)
 	a.dep.encode(w)
+	a.sch.encode(w)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -1131,6 +1145,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.runCalm = int(r.i64())
 	a.slope = r.f64()
 	a.dep.decode(r)
+	a.sch.decode(r)
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)

@@ -1,0 +1,115 @@
+package detect
+
+// Scheduled jobs
+//
+// A backup every night at 02:00, a cron job every four hours, a cache
+// rebuild on the hour: on a busy metric each is a short rise that the
+// likelihoods or the spike path call an anomaly, and it pages on every
+// run. The time-of-day slices do not see it (a ten-minute job is a small
+// share of its hour), the spike path's crossing rate does not mute a job
+// that runs less than once per 1/spike_rate samples, and the likelihoods'
+// Gaussian puts a job that runs every few hours at z ≈ 5 each time.
+//
+// schedule remembers when the last scheduleMemory excursions began (an
+// excursion being a run of samples whose likelihood z is at least that of
+// half the threshold, or that the spike path scores), and an excursion
+// that begins on a regular schedule is a scheduled job: the fourth of four
+// starts spaced equally, to within one sampling step, at least Calm
+// samples apart. Its likelihoods and spike path score nothing while it
+// lasts; a record (a new extreme) still alerts. Three equal intervals, not
+// two: with two, some excursion on a noisy series lines up with two
+// earlier ones by chance often enough to mute real incidents (NAB −3.3:
+// nyc_taxi and tweet volumes lost windows).
+type schedule struct {
+	at    [scheduleMemory]int64 // start times (the detector's local ms); 0 unused
+	slot  uint8                 // at's latest start
+	open  bool                  // an excursion is under way
+	muted bool                  // it began on schedule
+}
+
+// scheduleMemory excursion starts are remembered: enough for four runs of
+// a daily job among the noise's own excursions on a 1-minute series. A
+// power of two, so that the ring's index is a mask.
+const scheduleMemory = 32
+
+// begin records an excursion starting at ts and reports whether it began
+// on schedule: three earlier starts t1 > t2 > t3 with ts−t1, t1−t2 and
+// t2−t3 equal within step, and ts−t1 at least minGap.
+func (s *schedule) begin(ts, step, minGap int64) bool {
+	on := s.onSchedule(ts, step, minGap)
+	s.slot = (s.slot + 1) % scheduleMemory
+	s.at[s.slot] = ts
+	s.open, s.muted = true, on
+	return on
+}
+
+func (s *schedule) onSchedule(ts, step, minGap int64) bool {
+	// The ring holds starts in time order: back(0) is the latest, back(1)
+	// the one before, and so on; 0 is unused. Each scan below walks back
+	// only as far as the start it looks for, so a start costs about
+	// scheduleMemory²/2 comparisons at worst, not its cube.
+	back := func(k int) int64 { return s.at[(int(s.slot)-k)&(scheduleMemory-1)] }
+	// Three periods must fit between ts and the oldest start.
+	oldest := ts
+	for k := scheduleMemory - 1; k >= 0 && oldest == ts; k-- {
+		if t := back(k); t != 0 {
+			oldest = t
+		}
+	}
+	for i := range scheduleMemory {
+		t1 := back(i)
+		if t1 == 0 {
+			break
+		}
+		period := ts - t1
+		if 3*period > ts-oldest+3*step {
+			break
+		}
+		if period < minGap {
+			continue
+		}
+		for j := i + 1; j < scheduleMemory; j++ {
+			t2 := back(j)
+			if t2 == 0 || t2 < t1-period-step {
+				break
+			}
+			if t2 > t1-period+step {
+				continue
+			}
+			q := t1 - t2 // t2 is one period before t1; is t3 one before t2?
+			for k := j + 1; k < scheduleMemory; k++ {
+				t3 := back(k)
+				if t3 == 0 || t3 < t2-q-step {
+					break
+				}
+				if t3 <= t2-q+step {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func (s *schedule) encode(w *encoder) {
+	for _, t := range s.at {
+		w.i64(t)
+	}
+	w.b = append(w.b, s.slot)
+	w.bool(s.open)
+	w.bool(s.muted)
+}
+
+func (s *schedule) decode(r *decoder) {
+	for i := range s.at {
+		s.at[i] = r.i64()
+	}
+	if b := r.take(1); b != nil {
+		s.slot = b[0]
+	}
+	s.open = r.bool()
+	s.muted = r.bool()
+	if s.slot >= scheduleMemory && r.err == nil {
+		r.err = errorf("schedule slot %d of %d", s.slot, scheduleMemory)
+	}
+}

@@ -1,0 +1,110 @@
+package detect
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// jobSeries is a busy metric (100, noise 3) at 1-minute resolution on
+// which a job raises the value by 60 for width minutes every period
+// minutes.
+func jobSeries(rng *rand.Rand, n, period, width int) []float64 {
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = 100 + 3*rng.NormFloat64()
+		if i%period < width {
+			xs[i] += 60
+		}
+	}
+	return xs
+}
+
+// alerts counts alert starts from row from on.
+func alerts(t *testing.T, cfg AutoConfig, xs []float64, from int) (int, *Auto) {
+	t.Helper()
+	d := NewAuto(cfg)
+	pages, was := 0, StateNormal
+	for i, x := range xs {
+		v := d.Observe(int64(i)*60_000, x)
+		if i >= from && v.Score >= cfg.Threshold && was != StateAnomalous {
+			pages++
+		}
+		was = v.State
+	}
+	return pages, d
+}
+
+// A job every four or six hours, and a nightly one, stop paging once
+// they have run on schedule four times.
+func TestAutoScheduledJobs(t *testing.T) {
+	const perDay = 1440
+	cfg := DefaultAutoConfig()
+	for _, job := range []struct{ period, width, days, from, most int }{
+		{240, 3, 5, 2, 3},   // 18 runs a series after day 2; 69 pages over 5 series without schedule
+		{360, 10, 5, 2, 3},  // 12 runs
+		{1440, 10, 8, 4, 2}, // 4 runs
+	} {
+		pages, runs := 0, 0
+		for seed := range uint64(5) {
+			rng := rand.New(rand.NewPCG(seed, 3))
+			xs := jobSeries(rng, job.days*perDay, job.period, job.width)
+			p, _ := alerts(t, cfg, xs, job.from*perDay)
+			pages += p
+			runs += (job.days - job.from) * perDay / job.period
+		}
+		t.Logf("a job every %d minutes for %d: %d pages for %d runs", job.period, job.width, pages, runs)
+		require.LessOrEqual(t, pages, job.most*5, "every %d minutes for %d: %d pages for %d runs", job.period, job.width, pages, runs)
+	}
+}
+
+// An incident between a job's runs still pages: only an excursion that
+// begins on the schedule is muted.
+func TestAutoScheduledJobsIncident(t *testing.T) {
+	const perDay = 1440
+	cfg := DefaultAutoConfig()
+	for seed := range uint64(5) {
+		rng := rand.New(rand.NewPCG(seed, 4))
+		xs := jobSeries(rng, 4*perDay, 240, 10)
+		at := 3*perDay + 100 // 100 minutes after a run, 140 before the next
+		for i := at; i < at+20; i++ {
+			xs[i] += 40
+		}
+		d := NewAuto(cfg)
+		paged := false
+		for i, x := range xs {
+			if v := d.Observe(int64(i)*60_000, x); i >= at && i < at+20 && v.Score >= cfg.Threshold {
+				paged = true
+			}
+		}
+		require.True(t, paged, "seed %d: the incident between runs", seed)
+	}
+}
+
+// A snapshot taken during a scheduled job restores it, muted.
+func TestAutoScheduleSnapshot(t *testing.T) {
+	const perDay = 1440
+	cfg := DefaultAutoConfig()
+	rng := rand.New(rand.NewPCG(9, 3))
+	xs := jobSeries(rng, 3*perDay, 240, 10)
+	whole := NewAuto(cfg)
+	want := make([]Verdict, len(xs))
+	for i, x := range xs {
+		want[i] = whole.Observe(int64(i)*60_000, x)
+	}
+	cut := 2*perDay + 2 // in a run on day 3
+	first := NewAuto(cfg)
+	for i := range cut {
+		first.Observe(int64(i)*60_000, xs[i])
+	}
+	require.True(t, first.sch.open && first.sch.muted, "a scheduled job under way at the cut")
+	snap, err := first.MarshalBinary()
+	require.NoError(t, err)
+	restored := NewAuto(cfg)
+	require.NoError(t, restored.UnmarshalBinary(snap))
+	require.Equal(t, first.sch, restored.sch)
+	for i := cut; i < len(xs); i++ {
+		require.Equal(t, want[i], restored.Observe(int64(i)*60_000, xs[i]), "sample %d", i)
+	}
+}
