@@ -311,14 +311,15 @@ type Auto struct {
 	zone zoneClock
 	// Departures from a value the metric repeats (see departures), and
 	// what judging them needs, derived from the config: the likelihood
-	// z of a score of half the threshold, from which a departure is
-	// under way; the level's alpha, over which the share of repeated
-	// samples is taken; the long run's per-sample decay and its
-	// logarithm.
+	// z of a score of half the threshold, from which a departure (and
+	// an excursion of sch) is under way; the level's alpha, over which
+	// the share of repeated samples is taken; the long run's per-sample
+	// decay and its logarithm.
 	dep                     departures
-	sch                     schedule // the starts of recent excursions (see schedule)
 	depZ, sameAlpha         float64
 	longDecay, logLongDecay float64
+	// The starts of recent excursions, for scheduled jobs (see schedule).
+	sch schedule
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -570,7 +571,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// whose arithmetic is many times slower.
 		a.dep.same -= a.sameAlpha * a.dep.same
 	}
-	// A scheduled job scores nothing (see schedule).
+	// A scheduled job scores nothing (see schedule). Its starts match
+	// to within the time since the previous sample.
 	if z >= a.depZ || spike > 0 {
 		if !a.sch.open {
 			step := ts - a.prevTs

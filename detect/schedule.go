@@ -32,15 +32,14 @@ type schedule struct {
 // power of two, so that the ring's index is a mask.
 const scheduleMemory = 32
 
-// begin records an excursion starting at ts and reports whether it began
-// on schedule: three earlier starts t1 > t2 > t3 with ts−t1, t1−t2 and
+// begin records an excursion starting at ts, muted if it began on
+// schedule: three earlier starts t1 > t2 > t3 with ts−t1, t1−t2 and
 // t2−t3 equal within step, and ts−t1 at least minGap.
-func (s *schedule) begin(ts, step, minGap int64) bool {
-	on := s.onSchedule(ts, step, minGap)
+func (s *schedule) begin(ts, step, minGap int64) {
+	s.muted = s.onSchedule(ts, step, minGap)
 	s.slot = (s.slot + 1) % scheduleMemory
 	s.at[s.slot] = ts
-	s.open, s.muted = true, on
-	return on
+	s.open = true
 }
 
 func (s *schedule) onSchedule(ts, step, minGap int64) bool {
