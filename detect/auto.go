@@ -318,8 +318,11 @@ type Auto struct {
 	dep                     departures
 	depZ, sameAlpha         float64
 	longDecay, logLongDecay float64
-	// The starts of recent excursions, for scheduled jobs (see schedule).
-	sch schedule
+	// The starts of recent excursions, for scheduled jobs (see schedule),
+	// and the likelihood z at which a sample alerts, derived from the
+	// threshold.
+	sch    schedule
+	alertZ float64
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -346,6 +349,8 @@ func NewAuto(c AutoConfig) *Auto {
 	a.dep = newDepartures()
 	// At least 1: the likelihoods report a z below 1 as 0, calm.
 	a.depZ = maxf(math.Sqrt2*math.Erfcinv(2*a.calmP), 1)
+	// LogTailScore(p) ≥ Threshold, solved for p, as calmP for half of it.
+	a.alertZ = maxf(math.Sqrt2*math.Erfcinv(2*(math.Pow(1e-10, c.Threshold)-1e-10)), 1)
 	a.sameAlpha = levelAlpha
 	a.longDecay = 1 - AlphaForHalfLife(c.LongHalfLife)
 	a.logLongDecay = math.Log(a.longDecay)
@@ -571,12 +576,15 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// whose arithmetic is many times slower.
 		a.dep.same -= a.sameAlpha * a.dep.same
 	}
-	// A scheduled job scores nothing (see schedule). Its starts match
+	// A scheduled job does not alert (see schedule). Its starts match
 	// to within the time since the previous sample.
 	if z >= a.depZ || spike > 0 {
 		if !a.sch.open {
+			a.sch.begin(ts)
+		}
+		if !a.sch.checked && (z >= a.alertZ || spike >= c.Threshold) {
 			step := ts - a.prevTs
-			a.sch.begin(ts, step, int64(c.Calm)*step)
+			a.sch.check(step, int64(c.Calm)*step)
 		}
 		if a.sch.muted {
 			z, spike = 0, 0

@@ -15,16 +15,18 @@ package detect
 // half the threshold, or that the spike path scores), and an excursion
 // that begins on a regular schedule is a scheduled job: the fourth of four
 // starts spaced equally, to within one sampling step, at least Calm
-// samples apart. Its likelihoods and spike path score nothing while it
-// lasts; a record (a new extreme) still alerts. Three equal intervals, not
+// samples apart. From the sample on which it would alert, its
+// likelihoods and spike path score nothing while it lasts; a record (a
+// new extreme) still alerts. Three equal intervals, not
 // two: with two, some excursion on a noisy series lines up with two
 // earlier ones by chance often enough to mute real incidents (NAB −3.3:
 // nyc_taxi and tweet volumes lost windows).
 type schedule struct {
-	at    [scheduleMemory]int64 // start times (the detector's local ms); 0 unused
-	slot  uint8                 // at's latest start
-	open  bool                  // an excursion is under way
-	muted bool                  // it began on schedule
+	at      [scheduleMemory]int64 // start times (the detector's local ms); 0 unused
+	slot    uint8                 // at's latest start
+	open    bool                  // an excursion is under way
+	checked bool                  // whether it began on schedule has been decided
+	muted   bool                  // it began on schedule
 }
 
 // scheduleMemory excursion starts are remembered: enough for four runs of
@@ -32,22 +34,29 @@ type schedule struct {
 // power of two, so that the ring's index is a mask.
 const scheduleMemory = 32
 
-// begin records an excursion starting at ts, muted if it began on
-// schedule: three earlier starts t1 > t2 > t3 with ts−t1, t1−t2 and
-// t2−t3 equal within step, and ts−t1 at least minGap.
-func (s *schedule) begin(ts, step, minGap int64) {
-	s.muted = s.onSchedule(ts, step, minGap)
+// begin records an excursion starting at ts.
+func (s *schedule) begin(ts int64) {
 	s.slot = (s.slot + 1) % scheduleMemory
 	s.at[s.slot] = ts
-	s.open = true
+	s.open, s.checked, s.muted = true, false, false
 }
 
-func (s *schedule) onSchedule(ts, step, minGap int64) bool {
-	// The ring holds starts in time order: back(0) is the latest, back(1)
-	// the one before, and so on; 0 is unused. Each scan below walks back
-	// only as far as the start it looks for, so a start costs about
-	// scheduleMemory²/2 comparisons at worst, not its cube.
+// check decides, once per excursion, whether the excursion under way
+// began on schedule: three earlier starts t1 > t2 > t3 with ts−t1,
+// t1−t2 and t2−t3 equal within step, and ts−t1 at least minGap, ts
+// being its start. Observe asks only once an excursion would alert, so
+// the search runs for few of them.
+func (s *schedule) check(step, minGap int64) {
+	s.checked = true
+	s.muted = s.onSchedule(step, minGap)
+}
+
+func (s *schedule) onSchedule(step, minGap int64) bool {
+	// The ring holds starts in time order: back(0) is the excursion's
+	// own, back(1) the one before, and so on; 0 is unused. Each scan
+	// below walks back only as far as the start it looks for.
 	back := func(k int) int64 { return s.at[(int(s.slot)-k)&(scheduleMemory-1)] }
+	ts := back(0)
 	// Three periods must fit between ts and the oldest start.
 	oldest := ts
 	for k := scheduleMemory - 1; k >= 0 && oldest == ts; k-- {
@@ -55,7 +64,7 @@ func (s *schedule) onSchedule(ts, step, minGap int64) bool {
 			oldest = t
 		}
 	}
-	for i := range scheduleMemory {
+	for i := 1; i < scheduleMemory; i++ {
 		t1 := back(i)
 		if t1 == 0 {
 			break
@@ -96,6 +105,7 @@ func (s *schedule) encode(w *encoder) {
 	}
 	w.b = append(w.b, s.slot)
 	w.bool(s.open)
+	w.bool(s.checked)
 	w.bool(s.muted)
 }
 
@@ -107,6 +117,7 @@ func (s *schedule) decode(r *decoder) {
 		s.slot = b[0]
 	}
 	s.open = r.bool()
+	s.checked = r.bool()
 	s.muted = r.bool()
 	if s.slot >= scheduleMemory && r.err == nil {
 		r.err = errorf("schedule slot %d of %d", s.slot, scheduleMemory)
