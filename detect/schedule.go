@@ -17,10 +17,10 @@ package detect
 // starts spaced equally, to within one sampling step, at least Calm
 // samples apart. From the sample on which it would alert, its
 // likelihoods and spike path score nothing while it lasts; a record (a
-// new extreme) still alerts. Three equal intervals, not
-// two: with two, some excursion on a noisy series lines up with two
-// earlier ones by chance often enough to mute real incidents (NAB −3.3:
-// nyc_taxi and tweet volumes lost windows).
+// new extreme) still alerts. Three equal intervals, not two: with two,
+// some excursion on a noisy series lines up with two earlier ones by
+// chance often enough to mute real incidents (NAB −3.3: nyc_taxi and
+// tweet volumes lost windows).
 type schedule struct {
 	at      [scheduleMemory]int64 // start times (the detector's local ms); 0 unused
 	slot    uint8                 // at's latest start
