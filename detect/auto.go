@@ -333,7 +333,7 @@ func NewAuto(c AutoConfig) *Auto {
 		slopeAlpha: AlphaForHalfLife(2 * c.LevelHalfLife),
 		lag:        (1 - levelAlpha) / levelAlpha,
 		// LogTailScore(p) < Threshold/2, solved for p once.
-		calmP:   math.Pow(1e-10, c.Threshold/2) - 1e-10,
+		calmP:   tailAtScore(c.Threshold / 2),
 		spikeZ2: c.SpikeZ * c.SpikeZ,
 		// Two half-lives of the likelihoods' short average: by then it
 		// weighs a lasting excursion at three quarters.
@@ -347,10 +347,10 @@ func NewAuto(c AutoConfig) *Auto {
 		spike:  NewEWMA(AlphaForHalfLife(c.SpikeHalfLife)),
 	}
 	a.dep = newDepartures()
-	// At least 1: the likelihoods report a z below 1 as 0, calm.
-	a.depZ = maxf(math.Sqrt2*math.Erfcinv(2*a.calmP), 1)
-	// LogTailScore(p) ≥ Threshold, solved for p, as calmP for half of it.
-	a.alertZ = maxf(math.Sqrt2*math.Erfcinv(2*(math.Pow(1e-10, c.Threshold)-1e-10)), 1)
+	// The z of a score of half the threshold and of the threshold, at
+	// least 1: the likelihoods report a z below 1 as 0, calm.
+	a.depZ = maxf(NormalTailZ(a.calmP), 1)
+	a.alertZ = maxf(NormalTailZ(tailAtScore(c.Threshold)), 1)
 	a.sameAlpha = levelAlpha
 	a.longDecay = 1 - AlphaForHalfLife(c.LongHalfLife)
 	a.logLongDecay = math.Log(a.longDecay)
@@ -748,7 +748,7 @@ var peakZs = func() []float64 {
 	zs := make([]float64, 922) // 0.9 × peakSteps is 921.6
 	for k := range zs {
 		s := float64(k) / peakSteps
-		zs[k] = math.Sqrt2 * math.Erfcinv(2*(math.Exp(s*logTiny)-1e-10))
+		zs[k] = NormalTailZ(math.Exp(s*logTiny) - 1e-10)
 	}
 	return zs
 }()

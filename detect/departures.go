@@ -99,7 +99,7 @@ func (d *departures) judge(z, dev float64, n uint64, decay, logDecay float64) fl
 	// The long run's weight of samples: Σ decay^k for k < n.
 	total := (1 - math.Exp(float64(n)*logDecay)) / (1 - decay)
 	if p := (c - 1) / total; p > NormalTail(z) {
-		return math.Sqrt2 * math.Erfcinv(2*p)
+		return NormalTailZ(p)
 	}
 	return z
 }

@@ -6,6 +6,13 @@ import "math"
 // It stays accurate far into the tail (it does not round 1-Φ(z) to 0).
 func NormalTail(z float64) float64 { return 0.5 * math.Erfc(z/math.Sqrt2) }
 
+// NormalTailZ is NormalTail's inverse: the z whose upper tail is p.
+func NormalTailZ(p float64) float64 { return math.Sqrt2 * math.Erfcinv(2*p) }
+
+// tailAtScore is LogTailScore's inverse on its range: the largest tail
+// probability that scores s (0 < s ≤ 1).
+func tailAtScore(s float64) float64 { return math.Pow(1e-10, s) - 1e-10 }
+
 // LogTailScore maps a tail probability p to a score in [0, 1] on a log
 // scale: 0 for p = 1, 0.5 for p = 1e-5, 1 for p <= 1e-10 (Numenta's
 // log-likelihood scaling). It spreads the interesting region, p between 1e-3
