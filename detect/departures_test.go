@@ -24,6 +24,50 @@ func blipCounter(rng *rand.Rand, n int) []float64 {
 	return xs
 }
 
+// alerts runs a detector over xs (one sample a minute) and counts alert
+// starts from row from on.
+func alerts(t *testing.T, cfg AutoConfig, xs []float64, from int) (int, *Auto) {
+	t.Helper()
+	d := NewAuto(cfg)
+	pages, was := 0, StateNormal
+	for i, x := range xs {
+		v := d.Observe(int64(i)*60_000, x)
+		if i >= from && v.Score >= cfg.Threshold && was != StateAnomalous {
+			pages++
+		}
+		was = v.State
+	}
+	return pages, d
+}
+
+// restoreAt runs a detector over xs[:cut] and restores its snapshot into
+// a new one; it returns both.
+func restoreAt(t *testing.T, cfg AutoConfig, xs []float64, cut int) (first, restored *Auto) {
+	t.Helper()
+	first = NewAuto(cfg)
+	for i := range cut {
+		first.Observe(int64(i)*60_000, xs[i])
+	}
+	snap, err := first.MarshalBinary()
+	require.NoError(t, err)
+	restored = NewAuto(cfg)
+	require.NoError(t, restored.UnmarshalBinary(snap))
+	return first, restored
+}
+
+// requireResumes checks that restored, restored at cut, gives on xs[cut:]
+// the verdicts of a detector that saw all of xs.
+func requireResumes(t *testing.T, cfg AutoConfig, xs []float64, cut int, restored *Auto) {
+	t.Helper()
+	whole := NewAuto(cfg)
+	for i, x := range xs {
+		want := whole.Observe(int64(i)*60_000, x)
+		if i >= cut {
+			require.Equal(t, want, restored.Observe(int64(i)*60_000, x), "sample %d", i)
+		}
+	}
+}
+
 // On a counter that blips every few hours, the blips stop paging once a
 // few have been seen; before departures, nearly every one paged.
 func TestAutoDeparturesBlips(t *testing.T) {
@@ -33,21 +77,12 @@ func TestAutoDeparturesBlips(t *testing.T) {
 	for seed := range uint64(10) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		xs := blipCounter(rng, 7*perDay)
-		d := NewAuto(cfg)
-		was := StateNormal
-		for i, x := range xs {
-			v := d.Observe(int64(i)*60_000, x)
-			// A page is an alert's first sample.
-			page := v.Score >= cfg.Threshold && was != StateAnomalous
-			was = v.State
-			if i < 2*perDay {
-				continue // the first blips are news
-			}
-			if x > 0 && xs[i-1] == 0 {
+		// From day 3: the first blips are news.
+		p, _ := alerts(t, cfg, xs, 2*perDay)
+		pages += p
+		for i := 2 * perDay; i < len(xs); i++ {
+			if xs[i] > 0 && xs[i-1] == 0 {
 				blips++
-			}
-			if page {
-				pages++
 			}
 		}
 	}
@@ -105,16 +140,7 @@ func TestAutoDeparturesGaugeSnapshot(t *testing.T) {
 		xs[next] = 11
 		dips = append(dips, next)
 	}
-	whole := NewAuto(cfg)
-	want := make([]Verdict, len(xs))
-	pages, was := 0, StateNormal
-	for i, x := range xs {
-		want[i] = whole.Observe(int64(i)*60_000, x)
-		if i >= perDay && want[i].Score >= cfg.Threshold && was != StateAnomalous {
-			pages++
-		}
-		was = want[i].State
-	}
+	pages, whole := alerts(t, cfg, xs, perDay)
 	require.Zero(t, pages, "dips paging after the first day")
 	require.True(t, whole.dep.same >= 0.9, "the gauge repeats its value")
 
@@ -126,40 +152,24 @@ func TestAutoDeparturesGaugeSnapshot(t *testing.T) {
 			break
 		}
 	}
-	first := NewAuto(cfg)
-	for i := range cut {
-		first.Observe(int64(i)*60_000, xs[i])
-	}
+	first, restored := restoreAt(t, cfg, xs, cut)
 	require.True(t, first.dep.open, "a departure is under way at the cut")
-	snap, err := first.MarshalBinary()
-	require.NoError(t, err)
-	restored := NewAuto(cfg)
-	require.NoError(t, restored.UnmarshalBinary(snap))
 	require.Equal(t, first.dep, restored.dep)
-	for i := cut; i < len(xs); i++ {
-		require.Equal(t, want[i], restored.Observe(int64(i)*60_000, xs[i]), "sample %d", i)
-	}
+	requireResumes(t, cfg, xs, cut, restored)
 }
 
 // A metric is taken to sit on one value from its first samples: on a
-// counter that blips every 100 samples (as NAB's
+// counter that blips about every 100 samples (as NAB's
 // art_increase_spike_density), only the first blips page, not every
 // blip until the share of repeats has been learnt.
 func TestAutoDeparturesFromTheStart(t *testing.T) {
-	cfg := DefaultAutoConfig()
-	d := NewAuto(cfg)
-	pages, was := 0, StateNormal
-	for i := range 1000 {
-		x := 0.0
-		if i%100 == 30 {
-			x = 20
-		}
-		v := d.Observe(int64(i)*60_000, x)
-		if v.Score >= cfg.Threshold && was != StateAnomalous {
-			pages++
-		}
-		was = v.State
+	// Gaps of 90 to 110 samples, never three alike in a row: evenly
+	// spaced blips would be a scheduled job (see schedule).
+	xs := make([]float64, 1000)
+	for i, k := 30, 0; i < len(xs); i, k = i+[]int{90, 110, 97, 104}[k%4], k+1 {
+		xs[i] = 20
 	}
+	pages, _ := alerts(t, DefaultAutoConfig(), xs, 0)
 	require.LessOrEqual(t, pages, 3, "pages over 10 blips")
 }
 

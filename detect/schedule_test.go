@@ -21,21 +21,6 @@ func jobSeries(rng *rand.Rand, n, period, width int) []float64 {
 	return xs
 }
 
-// alerts counts alert starts from row from on.
-func alerts(t *testing.T, cfg AutoConfig, xs []float64, from int) (int, *Auto) {
-	t.Helper()
-	d := NewAuto(cfg)
-	pages, was := 0, StateNormal
-	for i, x := range xs {
-		v := d.Observe(int64(i)*60_000, x)
-		if i >= from && v.Score >= cfg.Threshold && was != StateAnomalous {
-			pages++
-		}
-		was = v.State
-	}
-	return pages, d
-}
-
 // A job every four or six hours, and a nightly one, stop paging once
 // they have run on schedule four times.
 func TestAutoScheduledJobs(t *testing.T) {
@@ -88,23 +73,9 @@ func TestAutoScheduleSnapshot(t *testing.T) {
 	cfg := DefaultAutoConfig()
 	rng := rand.New(rand.NewPCG(9, 3))
 	xs := jobSeries(rng, 3*perDay, 240, 10)
-	whole := NewAuto(cfg)
-	want := make([]Verdict, len(xs))
-	for i, x := range xs {
-		want[i] = whole.Observe(int64(i)*60_000, x)
-	}
 	cut := 2*perDay + 2 // in a run on day 3
-	first := NewAuto(cfg)
-	for i := range cut {
-		first.Observe(int64(i)*60_000, xs[i])
-	}
+	first, restored := restoreAt(t, cfg, xs, cut)
 	require.True(t, first.sch.open && first.sch.muted, "a scheduled job under way at the cut")
-	snap, err := first.MarshalBinary()
-	require.NoError(t, err)
-	restored := NewAuto(cfg)
-	require.NoError(t, restored.UnmarshalBinary(snap))
 	require.Equal(t, first.sch, restored.sch)
-	for i := cut; i < len(xs); i++ {
-		require.Equal(t, want[i], restored.Observe(int64(i)*60_000, xs[i]), "sample %d", i)
-	}
+	requireResumes(t, cfg, xs, cut, restored)
 }
