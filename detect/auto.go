@@ -310,14 +310,12 @@ type Auto struct {
 	// snapshots.
 	zone zoneClock
 	// Departures from a value the metric repeats (see departures), and
-	// what judging them needs, derived from the config: the likelihood
-	// z of a score of half the threshold, from which a departure (and
-	// an excursion of sch) is under way; the level's alpha, over which
-	// the share of repeated samples is taken; the long run's per-sample
-	// decay and its logarithm.
-	dep                     departures
-	depZ, sameAlpha         float64
-	longDecay, logLongDecay float64
+	// the likelihood z of a score of half the threshold, from which a
+	// departure (and an excursion of sch) is under way; derived from
+	// the config. The share of repeats is taken over the level's alpha,
+	// and departures age as the likelihoods' long run does.
+	dep  departures
+	depZ float64
 	// The starts of recent excursions, for scheduled jobs (see schedule),
 	// and the likelihood z at which a sample alerts, derived from the
 	// threshold.
@@ -351,9 +349,6 @@ func NewAuto(c AutoConfig) *Auto {
 	// least 1: the likelihoods report a z below 1 as 0, calm.
 	a.depZ = maxf(NormalTailZ(a.calmP), 1)
 	a.alertZ = maxf(NormalTailZ(tailAtScore(c.Threshold)), 1)
-	a.sameAlpha = levelAlpha
-	a.longDecay = 1 - AlphaForHalfLife(c.LongHalfLife)
-	a.logLongDecay = math.Log(a.longDecay)
 	// Validate has checked the zone; a config that was not validated
 	// keeps UTC for a zone that does not load.
 	a.zone = newZoneClock(c.TimeZone)
@@ -500,7 +495,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// often departures as large have come (see departures).
 	if z >= a.depZ {
 		if a.dep.same >= 0.9 {
-			z = a.dep.judge(z, math.Abs(x-a.dep.value), a.n, a.longDecay, a.logLongDecay)
+			z = a.dep.judge(z, math.Abs(x-a.dep.value), a.n, a.lik.long.alpha)
 		}
 	} else if a.dep.open {
 		a.dep.open = false
@@ -569,12 +564,12 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if z == 0 {
 			a.dep.value = x
 		}
-		a.dep.same += a.sameAlpha * (1 - a.dep.same)
+		a.dep.same += a.level.alpha * (1 - a.dep.same)
 	} else if a.dep.same > 0x1p-20 {
 		// Far below the 0.9 that matters the share stops falling: on a
 		// metric that never repeats it would reach the denormal numbers,
 		// whose arithmetic is many times slower.
-		a.dep.same -= a.sameAlpha * a.dep.same
+		a.dep.same -= a.level.alpha * a.dep.same
 	}
 	// A scheduled job does not alert (see schedule). Its starts match
 	// to within the time since the previous sample.

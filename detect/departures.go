@@ -76,9 +76,11 @@ func newDepartures() departures {
 // distance from that value, to the departure under way (starting one
 // if none is) and returns z, lowered to the z of the departures' tail
 // probability where that is the higher probability. n is the sample
-// count, decay the long run's per-sample weight factor (1 − its alpha)
-// and logDecay its logarithm.
-func (d *departures) judge(z, dev float64, n uint64, decay, logDecay float64) float64 {
+// count and alpha the likelihoods' long-run alpha, by which departures
+// age.
+func (d *departures) judge(z, dev float64, n uint64, alpha float64) float64 {
+	decay := 1 - alpha
+	logDecay := math.Log(decay)
 	if !d.open {
 		d.slot = (d.slot + 1) % departureMemory
 		d.ring[d.slot] = departure{}
