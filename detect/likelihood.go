@@ -106,18 +106,19 @@ func (l *Likelihood) z(avg float64) float64 {
 	// Within one standard deviation above the long-run mean (or below it)
 	// nothing is unusual; reporting 0 there instead of a z below 1 lets
 	// most samples skip the tail probability altogether.
-	if d := avg - l.long.mean; d > 0 && l.long.n > 0 {
-		// z = d/max(std, minStd) > 1, compared in squares so that the
-		// square root is taken only in the tail.
-		v := l.long.vr
-		// max(v, minStd²) exactly as the builtin computes it (NaN wins,
-		// +0 over -0) in fewer instructions.
-		if m := l.minVar; v <= m || m != m {
-			v = m
-		}
-		if d*d > v {
-			return d / math.Sqrt(v)
-		}
+	// z = d/max(std, minStd) > 1, compared in squares so that the
+	// square root is taken only in the tail.
+	d, v := avg-l.long.mean, l.long.vr
+	// max(v, minStd²) exactly as the builtin computes it (NaN wins, +0
+	// over -0) in fewer instructions.
+	if m := l.minVar; v <= m || m != m {
+		v = m
+	}
+	// d > 0 and d² > v in one comparison (v is never negative), taken
+	// on the few samples in the tail: the sign of d alone is a coin
+	// toss on noise, which the CPU cannot predict.
+	if d*math.Abs(d) > v && l.long.n > 0 {
+		return d / math.Sqrt(v)
 	}
 	return 0
 }
