@@ -12,7 +12,8 @@ package detect
 //
 // schedule remembers when the last scheduleMemory excursions began (an
 // excursion being a run of samples whose likelihood z is at least that of
-// half the threshold, or that the spike path scores), and an excursion
+// half the threshold, or that the spike path scores; those that would
+// alert are kept longer, see begin), and an excursion
 // that begins on a regular schedule is a scheduled job: the fourth of four
 // starts spaced equally, to within one sampling step, at least Calm
 // samples apart. From the sample on which it would alert, its
@@ -23,6 +24,7 @@ package detect
 // tweet volumes lost windows).
 type schedule struct {
 	at      [scheduleMemory]int64 // start times (the detector's local ms); 0 unused
+	alerted uint32                // bit k: at[k]'s excursion would alert
 	slot    uint8                 // at's latest start
 	open    bool                  // an excursion is under way
 	checked bool                  // whether it began on schedule has been decided
@@ -34,10 +36,30 @@ type schedule struct {
 // power of two, so that the ring's index is a mask.
 const scheduleMemory = 32
 
-// begin records an excursion starting at ts.
+// begin records an excursion starting at ts. It takes the oldest
+// start's place, unless that excursion would alert and a later one
+// would not: then the oldest of those goes, and the starts before it
+// move up one place, so that the noise's own excursions do not push a
+// job that pages every few days out of the ring.
 func (s *schedule) begin(ts int64) {
-	s.slot = (s.slot + 1) % scheduleMemory
-	s.at[s.slot] = ts
+	next := (s.slot + 1) % scheduleMemory
+	if s.alerted&(1<<next) != 0 {
+		for k := uint8(1); k < scheduleMemory; k++ {
+			e := (next + k) % scheduleMemory
+			if s.alerted&(1<<e) != 0 {
+				continue
+			}
+			for ; e != next; e = (e + scheduleMemory - 1) % scheduleMemory {
+				p := (e + scheduleMemory - 1) % scheduleMemory
+				s.at[e] = s.at[p]
+				s.alerted = s.alerted&^(1<<e) | (s.alerted>>p&1)<<e
+			}
+			break
+		}
+	}
+	s.slot = next
+	s.at[next] = ts
+	s.alerted &^= 1 << next
 	s.open, s.checked, s.muted = true, false, false
 }
 
@@ -48,6 +70,7 @@ func (s *schedule) begin(ts int64) {
 // the search runs for few of them.
 func (s *schedule) check(step, minGap int64) {
 	s.checked = true
+	s.alerted |= 1 << s.slot
 	s.muted = s.onSchedule(step, minGap)
 }
 
@@ -103,6 +126,7 @@ func (s *schedule) encode(w *encoder) {
 	for _, t := range s.at {
 		w.i64(t)
 	}
+	w.u32(s.alerted)
 	w.b = append(w.b, s.slot)
 	w.bool(s.open)
 	w.bool(s.checked)
@@ -113,6 +137,7 @@ func (s *schedule) decode(r *decoder) {
 	for i := range s.at {
 		s.at[i] = r.i64()
 	}
+	s.alerted = r.u32()
 	if b := r.take(1); b != nil {
 		s.slot = b[0]
 	}

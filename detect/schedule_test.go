@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -78,4 +79,41 @@ func TestAutoScheduleSnapshot(t *testing.T) {
 	require.True(t, first.sch.open && first.sch.muted, "a scheduled job under way at the cut")
 	require.Equal(t, first.sch, restored.sch)
 	requireResumes(t, cfg, xs, cut, restored)
+}
+
+// A memory sawtooth that creeps up and drops back at each restart, every
+// two to five days: from the fourth restart on, the restarts are on
+// schedule and do not page, although on a 1-minute series the noise's
+// own excursions between two restarts outnumber the ring's places.
+func TestAutoScheduledRestarts(t *testing.T) {
+	const perDay = 1440
+	cfg := DefaultAutoConfig()
+	late, restarts := 0, 0
+	for seed := range uint64(6) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		period := (2 + 3*rng.Float64()) * perDay
+		xs := make([]float64, 22*perDay)
+		for i := range xs {
+			ph := math.Mod(float64(i), period) / period
+			xs[i] = math.Round(100*(40+30*ph+0.2*rng.NormFloat64())) / 100
+		}
+		d := NewAuto(cfg)
+		was := StateNormal
+		for i, x := range xs {
+			v := d.Observe(int64(i)*60_000, x)
+			k := int(float64(i) / period) // the restarts before i
+			if k >= 4 && float64(i)-float64(k)*period < 3 {
+				if v.Score >= cfg.Threshold && was != StateAnomalous {
+					late++
+				}
+				if float64(i)-float64(k)*period < 1 {
+					restarts++
+				}
+			}
+			was = v.State
+		}
+	}
+	t.Logf("%d pages at %d restarts after the fourth", late, restarts)
+	require.Positive(t, restarts)
+	require.Zero(t, late, "restarts on schedule page")
 }
