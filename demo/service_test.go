@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -404,4 +405,33 @@ func TestNewServiceValidates(t *testing.T) {
 	require.NoError(t, err)
 	_, err = ParseFault("surge")
 	require.ErrorIs(t, err, ErrUnknownFault)
+}
+
+// With WorkCPU the service's CPU counter is its own computation, CPUWork
+// per uncacheable request served, and does not move while the rest of the
+// process burns CPU.
+func TestWorkCPU(t *testing.T) {
+	const cpuWork = 3 * time.Millisecond
+	svc, err := NewService(Options{WorkCPU: true, CPUWork: cpuWork, BackendWait: time.Millisecond})
+	require.NoError(t, err)
+	scrape := func() float64 {
+		rec := httptest.NewRecorder()
+		svc.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, RouteMetrics, nil))
+		for _, line := range strings.Split(rec.Body.String(), "\n") {
+			if v, ok := strings.CutPrefix(line, "process_cpu_seconds_total "); ok {
+				f, err := strconv.ParseFloat(v, 64)
+				require.NoError(t, err)
+				return f
+			}
+		}
+		t.Fatal("no process_cpu_seconds_total")
+		return 0
+	}
+	require.Zero(t, scrape())
+	burn(cpuUnits(50 * time.Millisecond)) // the rest of the process
+	require.Zero(t, scrape())
+	for range 4 {
+		svc.work(context.Background())
+	}
+	require.InDelta(t, 4*cpuWork.Seconds(), scrape(), 1e-9)
 }

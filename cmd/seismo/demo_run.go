@@ -161,8 +161,9 @@ func runDemo(ctx context.Context, out, stderr io.Writer, o demoRunOptions) (sum 
 		})
 	}
 
-	// The demo service.
-	svc, err := demo.NewService(demo.Options{})
+	// The demo service. Its CPU is its own work's: this process also runs
+	// the load generator and the agent (see demo.Options.WorkCPU).
+	svc, err := demo.NewService(demo.Options{WorkCPU: true})
 	if err != nil {
 		return nil, err
 	}
