@@ -24,18 +24,31 @@ func blipCounter(rng *rand.Rand, n int) []float64 {
 	return xs
 }
 
-// alerts runs a detector over xs (one sample a minute) and counts alert
-// starts from row from on.
-func alerts(t *testing.T, cfg AutoConfig, xs []float64, from int) (int, *Auto) {
-	t.Helper()
+// alertRows runs a detector over xs (one sample a minute) and returns the
+// rows on which an alert starts.
+func alertRows(cfg AutoConfig, xs []float64) ([]int, *Auto) {
 	d := NewAuto(cfg)
-	pages, was := 0, StateNormal
+	var rows []int
+	was := StateNormal
 	for i, x := range xs {
 		v := d.Observe(int64(i)*60_000, x)
-		if i >= from && v.Score >= cfg.Threshold && was != StateAnomalous {
-			pages++
+		if v.Score >= cfg.Threshold && was != StateAnomalous {
+			rows = append(rows, i)
 		}
 		was = v.State
+	}
+	return rows, d
+}
+
+// alerts counts the alert starts (alertRows) from row from on.
+func alerts(t *testing.T, cfg AutoConfig, xs []float64, from int) (int, *Auto) {
+	t.Helper()
+	rows, d := alertRows(cfg, xs)
+	pages := 0
+	for _, i := range rows {
+		if i >= from {
+			pages++
+		}
 	}
 	return pages, d
 }

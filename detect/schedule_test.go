@@ -97,23 +97,44 @@ func TestAutoScheduledRestarts(t *testing.T) {
 			ph := math.Mod(float64(i), period) / period
 			xs[i] = math.Round(100*(40+30*ph+0.2*rng.NormFloat64())) / 100
 		}
-		d := NewAuto(cfg)
-		was := StateNormal
-		for i, x := range xs {
-			v := d.Observe(int64(i)*60_000, x)
+		// Rows within 3 samples of a restart, from the fifth restart on.
+		near := func(i int) bool {
 			k := int(float64(i) / period) // the restarts before i
-			if k >= 4 && float64(i)-float64(k)*period < 3 {
-				if v.Score >= cfg.Threshold && was != StateAnomalous {
-					late++
-				}
-				if float64(i)-float64(k)*period < 1 {
-					restarts++
-				}
-			}
-			was = v.State
+			return k >= 4 && float64(i)-float64(k)*period < 3
 		}
+		rows, _ := alertRows(cfg, xs)
+		for _, i := range rows {
+			if near(i) {
+				late++
+			}
+		}
+		restarts += max(0, int(float64(len(xs)-1)/period)-3)
 	}
 	t.Logf("%d pages at %d restarts after the fourth", late, restarts)
 	require.Positive(t, restarts)
 	require.Zero(t, late, "restarts on schedule page")
+}
+
+// A full ring whose oldest start would alert drops the oldest start that
+// would not, keeps the rest in time order, and takes the new one last.
+func TestScheduleKeepsWhatWouldAlert(t *testing.T) {
+	var s schedule
+	for i := range scheduleMemory {
+		s.begin(int64(i + 1))
+		if i%4 == 0 { // starts 1, 5, 9, ... would alert
+			s.check(1, 1000)
+		}
+	}
+	s.begin(100)
+	var got []int64
+	for k := 1; k <= scheduleMemory; k++ {
+		got = append(got, s.at[(int(s.slot)+k)%scheduleMemory])
+	}
+	want := []int64{1}
+	for i := int64(3); i <= scheduleMemory; i++ {
+		want = append(want, i)
+	}
+	want = append(want, 100)
+	require.Equal(t, want, got, "start 2, the oldest that would not alert, goes")
+	require.NotZero(t, s.alerted&(1<<((s.slot+1)%scheduleMemory)), "start 1 still marked")
 }
