@@ -44,23 +44,31 @@ const scheduleMemory = 32
 func (s *schedule) begin(ts int64) {
 	next := (s.slot + 1) % scheduleMemory
 	if s.alerted&(1<<next) != 0 {
-		for k := uint8(1); k < scheduleMemory; k++ {
-			e := (next + k) % scheduleMemory
-			if s.alerted&(1<<e) != 0 {
-				continue
-			}
-			for ; e != next; e = (e + scheduleMemory - 1) % scheduleMemory {
-				p := (e + scheduleMemory - 1) % scheduleMemory
-				s.at[e] = s.at[p]
-				s.alerted = s.alerted&^(1<<e) | (s.alerted>>p&1)<<e
-			}
-			break
-		}
+		s.freeOldest(next)
 	}
 	s.slot = next
 	s.at[next] = ts
 	s.alerted &^= 1 << next
 	s.open, s.checked, s.muted = true, false, false
+}
+
+// freeOldest drops the oldest start after oldest's whose excursion would
+// not alert and moves the starts from oldest's up to it one place later,
+// so that oldest's place is free and time order is kept. If every
+// excursion would alert, it does nothing: oldest's start goes.
+func (s *schedule) freeOldest(oldest uint8) {
+	e := oldest
+	for k := uint8(1); k < scheduleMemory && s.alerted&(1<<e) != 0; k++ {
+		e = (oldest + k) % scheduleMemory
+	}
+	if s.alerted&(1<<e) != 0 {
+		return
+	}
+	for ; e != oldest; e = (e + scheduleMemory - 1) % scheduleMemory {
+		p := (e + scheduleMemory - 1) % scheduleMemory
+		s.at[e] = s.at[p]
+		s.alerted = s.alerted&^(1<<e) | (s.alerted>>p&1)<<e
+	}
 }
 
 // check decides, once per excursion, whether the excursion under way
