@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -87,7 +88,8 @@ func TestKillReplay(t *testing.T) {
 		got  []string
 		recv = make(chan struct{}, 100)
 	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var conns atomic.Int64 // the server's open connections
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !up.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
@@ -103,6 +105,15 @@ func TestKillReplay(t *testing.T) {
 		mu.Unlock()
 		recv <- struct{}{}
 	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			conns.Add(1)
+		case http.StateClosed, http.StateHijacked:
+			conns.Add(-1)
+		}
+	}
+	srv.Start()
 	defer srv.Close()
 	dir := t.TempDir()
 
@@ -117,6 +128,11 @@ func TestKillReplay(t *testing.T) {
 	require.Equal(t, "READY\n", line)
 	require.NoError(t, cmd.Process.Kill()) // SIGKILL: no clean shutdown
 	_ = cmd.Wait()
+	// A retry the child sent just before it died may still be in the
+	// server's hands: it must be answered as the receiver was then, down,
+	// or it would count as a delivery of A0 besides the new agent's. The
+	// dead child's connections close once their handlers have returned.
+	require.Eventually(t, func() bool { return conns.Load() == 0 }, 10*time.Second, time.Millisecond)
 
 	up.Store(true)
 	d, err := webhookDispatcher(dir, srv.URL)
