@@ -112,16 +112,22 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 		printFolds(stdout, "halves", nab.CrossValidate(corpus, cands, corpus.Halves(), nab.Standard))
 	}
 
-	std := report.Optimized[0].Normalized
-	rank := 1
-	for _, e := range nab.Scoreboard {
-		if e.Standard > std {
-			rank++
+	if corpus.IsNAB() {
+		std := report.Optimized[0].Normalized
+		rank := 1
+		for _, e := range nab.Scoreboard {
+			if e.Standard > std {
+				rank++
+			}
 		}
+		best := nab.Scoreboard[0]
+		fmt.Fprintf(stdout, "published scoreboard: rank %d of %d by standard score (best: %s %.1f / %.1f / %.1f)\n",
+			rank, len(nab.Scoreboard)+1, best.Name, best.Standard, best.LowFP, best.LowFN)
+	} else {
+		// The published scores are NAB's; on other data compare with
+		// another detector run on the same corpus (--detector zscore).
+		fmt.Fprintln(stdout, "published scoreboard: not compared (its scores are for the NAB corpus, and this corpus is not it)")
 	}
-	best := nab.Scoreboard[0]
-	fmt.Fprintf(stdout, "published scoreboard: rank %d of %d by standard score (best: %s %.1f / %.1f / %.1f)\n",
-		rank, len(nab.Scoreboard)+1, best.Name, best.Standard, best.LowFP, best.LowFN)
 	fmt.Fprintf(stdout, "detector time %v (%.0f ns/row), wall time %v\n",
 		detectorTime.Round(time.Millisecond), float64(detectorTime.Nanoseconds())/float64(report.Rows), wall.Round(time.Millisecond))
 	if o.out != "" {

@@ -56,7 +56,7 @@ func TestBenchNAB(t *testing.T) {
 		{
 			name:     "default detector with results",
 			args:     []string{"bench", "nab", "--data", data, "--out", out},
-			stdout:   []string{`detector "auto"`, "600 rows (2 missing values)", "standard", "reward_low_FP_rate", "reward_low_FN_rate", "(fixed alert threshold)", "published scoreboard", "detector time"},
+			stdout:   []string{`detector "auto"`, "600 rows (2 missing values)", "standard", "reward_low_FP_rate", "reward_low_FN_rate", "(fixed alert threshold)", "published scoreboard: not compared", "detector time"},
 			wantFile: filepath.Join(out, "auto", "cat", "auto_series.csv"),
 		},
 		{

@@ -154,6 +154,23 @@ func TestLoadCorpus(t *testing.T) {
 			require.GreaterOrEqual(t, w.First, f.Probation(), f.Name)
 		}
 	}
+	require.True(t, c.IsNAB(), "the corpus is NAB: the scoreboard applies")
+}
+
+// TestIsNAB: the published scoreboard applies to NAB only, not to NAB
+// with a file left out or a window dropped.
+func TestIsNAB(t *testing.T) {
+	c, err := Load(corpusDir(t))
+	require.NoError(t, err)
+	require.True(t, c.IsNAB())
+	less := &Corpus{Files: c.Files[1:]}
+	require.False(t, less.IsNAB(), "a file left out")
+	f := *c.Files[len(c.Files)-1]
+	require.NotEmpty(t, f.Windows)
+	f.Windows = f.Windows[1:]
+	relabelled := &Corpus{Files: append(append([]*File(nil), c.Files[:len(c.Files)-1]...), &f)}
+	require.False(t, relabelled.IsNAB(), "a window dropped")
+	require.True(t, c.IsNAB(), "the original is unchanged")
 }
 
 func TestLoadMissingCorpus(t *testing.T) {

@@ -1,5 +1,7 @@
 package nab
 
+import "slices"
+
 // Entry is one published NAB result (normalised standard, low-FP, low-FN).
 type Entry struct {
 	Name                   string
@@ -22,4 +24,24 @@ var Scoreboard = []Entry{
 	{"Bayesian Changepoint", 17.7, 3.2, 32.2},
 	{"Random", 11.0, 1.2, 19.5},
 	{"Null", 0, 0, 0},
+}
+
+// The published scores are for one corpus: NAB's 58 files, 365,558 rows
+// and 116 windows in its seven categories.
+const (
+	nabFiles   = 58
+	nabRows    = 365558
+	nabWindows = 116
+)
+
+var nabCategories = []string{"artificialNoAnomaly", "artificialWithAnomaly", "realAWSCloudwatch", "realAdExchange", "realKnownCause", "realTraffic", "realTweets"}
+
+// IsNAB reports whether c is the NAB corpus itself, the only one the
+// Scoreboard's scores can be compared with: its files, rows, windows
+// and categories as published. A user's own corpus in NAB's layout, or
+// NAB with a file added, removed or relabelled, is not: a rank among
+// the published detectors would mean nothing there.
+func (c *Corpus) IsNAB() bool {
+	return len(c.Files) == nabFiles && c.Rows() == nabRows && c.Windows() == nabWindows &&
+		slices.Equal(c.Categories(), nabCategories)
 }
