@@ -267,6 +267,14 @@ type Auto struct {
 	first     int64  // timestamp of the first sample
 	spike     EWMA   // the spike path's baseline
 	crossings uint64 // spike-path crossings after the warm-up, once per excursion
+	// The spike path's baseline carried on by its own trend (see
+	// trendStep): its level, its slope per sample and the mean squared
+	// error of its predictions. trendGain, how much of an error the
+	// slope takes (the level's share times the slope's, which follows
+	// the level's changes over ShortHalfLife samples), is derived from
+	// the config and not part of snapshots.
+	trendLevel, trendSlope, trendErr float64
+	trendGain                        float64
 	// The spike path's current excursion (see excursion): its length
 	// so far in samples, 0 when there is none, saturating at shortRun+1;
 	// whether it counts as a crossing if it ends short (counts); and the
@@ -343,6 +351,9 @@ func NewAuto(c AutoConfig) *Auto {
 		step:   NewRobust(AlphaForHalfLife(c.LevelHalfLife), 3),
 		stepLk: NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
 		spike:  NewEWMA(AlphaForHalfLife(c.SpikeHalfLife)),
+		// The slope averages the level's changes over the likelihoods'
+		// short window: the trend of the last few samples.
+		trendGain: AlphaForHalfLife(c.SpikeHalfLife) * AlphaForHalfLife(c.ShortHalfLife),
 	}
 	a.dep = newDepartures()
 	// The z of a score of half the threshold and of the threshold, at
@@ -390,14 +401,16 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// The verdict's expected value and band half-width: the trend-carried
 	// level's, or this hour's (see below).
 	exp, half := now, 3*scale
-	var day *EWMA // this time of day's baseline; nil when DayBuckets is 0
-	profZ := 0.0  // x's distance from the day's profile in its spreads where it judges and that is SpikeZ or more, else 0
+	var day *EWMA     // this time of day's baseline; nil when DayBuckets is 0
+	profZ := 0.0      // x's distance from the day's profile in its spreads where it judges and that is SpikeZ or more, else 0
+	profBand := false // whether the day's profile judges x (its band is then the verdict's)
 	if c.DayBuckets > 0 {
 		day = a.day.At(ts)
 	}
 	if a.n == 1 {
 		a.lo, a.hi = x, x
 		a.first = ts
+		a.trendLevel = x
 		a.locHi, a.locLo = x, x
 	} else {
 		levelZ := math.Abs(x-now) / scale
@@ -506,7 +519,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// Where the profile judges, it explains most of the variance,
 		// and its prediction and spread are the verdict's.
 		if psp > 0 {
-			exp, half = pexp, 3*psp
+			exp, half, profBand = pexp, 3*psp, true
 			if e := x - pexp; e*e >= a.spikeZ2*psp*psp { // rare: no division on most samples
 				profZ = math.Abs(e) / psp
 			}
@@ -517,17 +530,32 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	spike := 0.0
 	if c.SpikeZ > 0 {
 		m := a.spike.Mean()
-		d := x - m
 		v := maxf(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
 		n := a.spike.Count()
 		a.spike.Update(x)
+		// Where the series moves smoothly (a 1-minute KPI's daily
+		// curve), the short baseline's spread is mostly its lag behind
+		// the curve, and a dip of a fifth hides within it. There the
+		// baseline carried on by its trend judges instead (see
+		// trendStep): past the warm-up, where its mean squared error is
+		// at most a quarter of the flat baseline's variance (the bar
+		// the hour's spread must clear below), and not where the day's
+		// profile judges x usual: a step the day or the week makes (a
+		// weekend that starts at midnight) leaves the trend's line, but
+		// the profile expects it. The hour and the daily pattern keep
+		// to the flat baseline, whose lag they are there to replace.
+		flatM, flatV := m, v
+		if p, ms := a.trendStep(x, n); n >= uint64(c.WarmUp) && 4*ms <= v && (!profBand || profZ > 0) {
+			m, v = p, maxf(ms, scaleFloor(p)*scaleFloor(p))
+		}
+		d := x - m
 		out := d*d >= a.spikeZ2*v
 		if a.run > 0 {
 			a.excursion(x, out, jump)
 		}
 		// The hour's baseline judges only where it is at most half as
 		// wide as the short baseline (see hourSpike).
-		if hourZ > 0 && 4*hourSp*hourSp > v {
+		if hourZ > 0 && 4*hourSp*hourSp > flatV {
 			hourZ = 0
 		}
 		// Where the day's profile judges, a sample SpikeZ of its
@@ -552,7 +580,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			// excursion is followed as any other. The profile, the finer
 			// of the two daily patterns, overrules: where it puts x
 			// SpikeZ spreads away, x is no move of the pattern.
-			if spike > 0 && profZ == 0 && a.patterned(ts, x, m, daySp, change, js, day) {
+			if spike > 0 && profZ == 0 && a.patterned(ts, x, flatM, daySp, change, js, day) {
 				spike = 0
 			}
 		}
@@ -868,6 +896,26 @@ func (a *Auto) spikePath(m, d, v, jump, jumpBound, hourZ float64, out bool) floa
 	return s
 }
 
+// trendStep returns the prediction of x by the spike path's baseline
+// carried on by its trend, and the mean squared error of its predictions
+// before x, then learns x; n is the number of samples before x. This is
+// Holt's linear method: a level with the short baseline's smoothing,
+// whose change per sample the slope averages over ShortHalfLife samples.
+// The errors are averaged with the short baseline's weights, the first
+// sample's (0: it sets the level, see Observe) included.
+func (a *Auto) trendStep(x float64, n uint64) (p, ms float64) {
+	p, ms = a.trendLevel+a.trendSlope, a.trendErr
+	e := x - p
+	w := a.spike.alpha
+	if n < a.spike.startUntil {
+		w = 1 / float64(n+1)
+	}
+	a.trendErr += w * (e*e - ms)
+	a.trendLevel = p + a.spike.alpha*e
+	a.trendSlope += a.trendGain * e
+	return p, ms
+}
+
 // excursion follows the spike path's excursion with x, the next sample
 // (out: beyond the short baseline's bound; jump: its step, as in
 // Observe). The excursion lasts while samples stay beyond the bound its
@@ -1093,6 +1141,9 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.i64(int64(a.quiet))
 	w.i64(int64(a.calm))
 	a.spike.encode(w)
+	w.f64(a.trendLevel)
+	w.f64(a.trendSlope)
+	w.f64(a.trendErr)
 	w.u64(a.crossings)
 	w.u64(a.run)
 	w.bool(a.counts)
@@ -1140,6 +1191,9 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.quiet = int(r.i64())
 	a.calm = int(r.i64())
 	a.spike.decode(r)
+	a.trendLevel = r.f64()
+	a.trendSlope = r.f64()
+	a.trendErr = r.f64()
 	a.crossings = r.u64()
 	a.run = r.u64()
 	a.counts = r.bool()
