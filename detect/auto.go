@@ -267,6 +267,7 @@ type Auto struct {
 	first     int64  // timestamp of the first sample
 	spike     EWMA   // the spike path's baseline
 	crossings uint64 // spike-path crossings after the warm-up, once per excursion
+	jumps     uint64 // the spike path's alerting excursions that began as a jump within its bound (see Observe)
 	// The spike path's baseline carried on by its own trend (see
 	// trendStep): its level, its slope per sample and the mean squared
 	// error of its predictions. trendGain, how much of an error the
@@ -582,6 +583,22 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			// SpikeZ spreads away, x is no move of the pattern.
 			if spike > 0 && profZ == 0 && a.patterned(ts, x, flatM, daySp, change, js, day) {
 				spike = 0
+			}
+			// A jump within the bound that would alert is counted once
+			// per excursion, and where such jumps have come more often
+			// than crossings may (SpikeRate, one earlier allowed), it is
+			// the series' routine and scores nothing: a queue or a heap
+			// that climbs and drops back every 35 to 45 samples paged at
+			// every drop, its drops' excursions too long to count as
+			// crossings and too irregular for the schedule. A first
+			// drop, and a second, still page.
+			if spike >= c.Threshold && !out && hourZ < c.SpikeZ {
+				if float64(a.jumps) > 1+c.SpikeRate*float64(a.n-min(a.n, uint64(c.WarmUp))) {
+					spike = 0
+				}
+				if a.run == 1 { // the excursion began with this sample
+					a.jumps++
+				}
 			}
 		}
 	}
@@ -1145,6 +1162,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.f64(a.trendSlope)
 	w.f64(a.trendErr)
 	w.u64(a.crossings)
+	w.u64(a.jumps)
 	w.u64(a.run)
 	w.bool(a.counts)
 	w.f64(a.exMean)
@@ -1195,6 +1213,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.trendSlope = r.f64()
 	a.trendErr = r.f64()
 	a.crossings = r.u64()
+	a.jumps = r.u64()
 	a.run = r.u64()
 	a.counts = r.bool()
 	a.exMean = r.f64()
