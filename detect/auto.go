@@ -546,6 +546,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// The spike path (see spikePath), whose common case, a sample within
 	// the bounds, is written out here so that it makes no call.
 	spike := 0.0
+	trendP, trendV := 0.0, 0.0 // the trend's prediction and variance where it judges, else 0
 	if c.SpikeZ > 0 {
 		m := a.spike.Mean()
 		v := maxf(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
@@ -565,6 +566,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		flatM, flatV := m, v
 		if p, ms := a.trendStep(x, n); n >= uint64(c.WarmUp) && 4*ms <= v && (!profBand || profZ > 0) {
 			m, v = p, maxf(ms, scaleFloor(p)*scaleFloor(p))
+			trendP, trendV = p, v
 		}
 		d := x - m
 		out := d*d >= a.spikeZ2*v
@@ -617,6 +619,16 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 					a.jumps++
 				}
 			}
+		}
+	}
+	// Where the trend judged and the day's profile does not, the
+	// verdict gives the trend's prediction and band when that band is
+	// the narrower: on a KPI's first day a dip the trend pages read
+	// "expected 820 (normal 259 to 1382)" for a value of 757, the lagging
+	// level's, and now reads what the curve led to.
+	if trendV > 0 && !profBand {
+		if h := 3 * math.Sqrt(trendV); h < half {
+			exp, half = trendP, h
 		}
 	}
 	if x == a.prev {

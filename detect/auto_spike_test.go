@@ -111,7 +111,9 @@ func TestAutoJump(t *testing.T) {
 // time-of-day slices or the day's profile know anything, the short
 // baseline lags the daily curve by about as much as a dip to 80 % (it
 // scored 0.29 to 0.48 on ten seeds). Carried on by its trend it follows
-// the curve within the noise, and the dip pages on every seed. The
+// the curve within the noise, and the dip pages on every seed, its
+// verdict giving the trend's prediction and band (the level's, 259 to
+// 1382 around 820, held the dipped 757). The
 // curve alone pages on two seeds in its first four days, one more than
 // with the flat baseline alone (seed 3: one sample 4.7 times the noise
 // below the two before it).
@@ -129,6 +131,16 @@ func TestAutoTrendBaseline(t *testing.T) {
 			xs[i] *= 0.8
 		}
 		require.GreaterOrEqual(t, maxScoreAt(cfg, xs, minuteMs, dip, dip+14), cfg.Threshold, "seed %d: the dip", seed)
+		// The alert's verdict is the trend's: the dip lies below its
+		// band, not inside the lagging level's.
+		d := NewAuto(cfg)
+		for i, x := range xs[:dip+15] {
+			if v := d.Observe(int64(i)*minuteMs, x); i >= dip && v.Score >= cfg.Threshold {
+				require.Less(t, x, v.Lower, "seed %d: the alert's band", seed)
+				require.Less(t, v.Upper-v.Lower, 0.25*v.Expected, "seed %d: the alert's band", seed)
+				break
+			}
+		}
 	}
 	require.LessOrEqual(t, noisy, 2, "seeds whose curve alone pages in its first four days")
 }
