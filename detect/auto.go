@@ -612,7 +612,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			// crossings and too irregular for the schedule. A first
 			// drop, and a second, still page.
 			if spike >= c.Threshold && !out && hourZ < c.SpikeZ {
-				if float64(a.jumps) > 1+c.SpikeRate*float64(a.n-min(a.n, uint64(c.WarmUp))) {
+				if a.routine(a.jumps) {
 					spike = 0
 				}
 				if a.run == 1 { // the excursion began with this sample
@@ -926,7 +926,7 @@ func (a *Auto) spikePath(m, d, v, jump, jumpBound, hourZ float64, out bool) floa
 	}
 	s := 0.0
 	seen := a.n - min(a.n, uint64(c.WarmUp))
-	if float64(a.crossings) <= 1+c.SpikeRate*float64(seen) {
+	if !a.routine(a.crossings) {
 		s = zScore(z)
 	}
 	if a.run == 0 {
@@ -940,6 +940,15 @@ func (a *Auto) spikePath(m, d, v, jump, jumpBound, hourZ float64, out bool) floa
 		}
 	}
 	return s
+}
+
+// routine reports whether count excursions of the spike path since the
+// warm-up are more than it allows, SpikeRate of the samples seen and one
+// more (one event is no rate): excursions that come that often are the
+// series' routine, not news.
+func (a *Auto) routine(count uint64) bool {
+	seen := a.n - min(a.n, uint64(a.cfg.WarmUp))
+	return float64(count) > 1+a.cfg.SpikeRate*float64(seen)
 }
 
 // trendStep returns the prediction of x by the spike path's baseline
@@ -1123,11 +1132,11 @@ const maxSliceScale = sliceStep / 1000
 // minute, keeping the span of time they have at one minute. The slices'
 // means and spreads so far are kept.
 func (a *Auto) fitSlices() {
-	if a.cfg.DayBuckets == 0 || a.interval <= 0 || a.interval >= sliceStep {
+	f := a.sliceScale()
+	if a.cfg.DayBuckets == 0 || f == 1 {
 		return
 	}
-	f := float64(min(sliceStep/a.interval, maxSliceScale))
-	alpha := AlphaForHalfLife(a.cfg.DayHalfLife * f)
+	alpha := AlphaForHalfLife(a.cfg.DayHalfLife * float64(f))
 	for i := range a.day.buckets {
 		a.day.buckets[i].alpha = alpha
 		a.day.buckets[i].derive()
@@ -1138,11 +1147,19 @@ func (a *Auto) fitSlices() {
 // deriveVisits sets the visits a slice needs before it judges, and from
 // which an offset's update is steady, from the slices' fitted memory.
 func (a *Auto) deriveVisits() {
-	a.minVisits = uint64(a.cfg.MinDayVisits)
-	if a.n > uint64(a.cfg.WarmUp) && a.interval > 0 && a.interval < sliceStep {
-		a.minVisits *= uint64(min(sliceStep/a.interval, maxSliceScale))
-	}
+	a.minVisits = uint64(a.cfg.MinDayVisits) * uint64(a.sliceScale())
 	a.offsetSteady = max(a.day.buckets[0].startUntil, a.minVisits+1)
+}
+
+// sliceScale is how many samples at the interval measured in the
+// warm-up fit in a minute (at most maxSliceScale): the factor by which
+// fitSlices scales the slices' memory. It is 1 at a minute or coarser,
+// and until the warm-up has ended.
+func (a *Auto) sliceScale() int64 {
+	if a.n <= uint64(a.cfg.WarmUp) || a.interval <= 0 || a.interval >= sliceStep {
+		return 1
+	}
+	return min(sliceStep/a.interval, maxSliceScale)
 }
 
 // anchorOffsets sets every visited slice's offset to the slice's mean
