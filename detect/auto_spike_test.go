@@ -145,6 +145,38 @@ func TestAutoTrendBaseline(t *testing.T) {
 	require.LessOrEqual(t, noisy, 2, "seeds whose curve alone pages in its first four days")
 }
 
+// TestAutoTrendFiveMinutes: the KPI of TestAutoTrendBaseline sampled
+// every 5 minutes, with a dip to 80 % for 15 minutes at 08:15 on its
+// second day. The trend's memory of 50 samples spans four hours at this
+// interval, and its line cut the morning ramp's bend by more than the
+// dip: it paged on none of ten seeds. With the memory fitted to 50
+// minutes (see fitTrend) it pages on nine or ten, and the curve alone
+// pages in its first four days on no more seeds than before (two).
+func TestAutoTrendFiveMinutes(t *testing.T) {
+	const perDay, step = 288, 300_000
+	cfg := DefaultAutoConfig()
+	dip := perDay + 8*12 + 3
+	paged, noisy := 0, 0
+	for seed := range uint64(10) {
+		m := kpiMinutes(rand.New(rand.NewPCG(seed, 21)))
+		xs := make([]float64, len(m)/5)
+		for i := range xs {
+			xs[i] = m[5*i]
+		}
+		if maxScoreAt(cfg, xs, step, 0, 4*perDay) >= cfg.Threshold {
+			noisy++
+		}
+		for i := dip; i < dip+3; i++ {
+			xs[i] *= 0.8
+		}
+		if maxScoreAt(cfg, xs, step, dip, dip+4) >= cfg.Threshold {
+			paged++
+		}
+	}
+	require.GreaterOrEqual(t, paged, 8, "seeds whose dip pages")
+	require.LessOrEqual(t, noisy, 2, "seeds whose curve alone pages in its first four days")
+}
+
 // TestAutoJitteredSawtooth: a queue that climbs by 80 over 35 to 45
 // samples (a new length each time, noise 1) and drains at once. Each
 // drop is a jump within the short baseline's bound, whose excursion lasts

@@ -62,7 +62,20 @@ func testSeries(n int) (ts []int64, vs []float64) {
 }
 
 func TestSnapshotRoundTripMidStream(t *testing.T) {
-	ts, vs := testSeries(4000)
+	ts1, vs := testSeries(4000)
+	// At 15 seconds, a minute and 5 minutes: what auto fits to the
+	// interval after its warm-up (see fitSlices and fitTrend) is fitted
+	// again on restore.
+	for _, step := range []int64{15_000, 60_000, 300_000} {
+		ts := make([]int64, len(ts1))
+		for i := range ts1 {
+			ts[i] = ts1[0] + (ts1[i]-ts1[0])/60_000*step
+		}
+		roundTripMidStream(t, ts, vs)
+	}
+}
+
+func roundTripMidStream(t *testing.T, ts []int64, vs []float64) {
 	for _, kind := range univariateKinds(t) {
 		for _, cut := range []int{1, 100, 1999, 3500} {
 			t.Run(kind, func(t *testing.T) {
