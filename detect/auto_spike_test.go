@@ -177,6 +177,37 @@ func TestAutoTrendFiveMinutes(t *testing.T) {
 	require.LessOrEqual(t, noisy, 2, "seeds whose curve alone pages in its first four days")
 }
 
+// TestAutoBurstAfterBurst: 1-minute samples of 100 with noise 2, an
+// outage of twelve samples at +40 (20 noise σ), and two hours later a
+// second of three samples at +15 (7.5 σ). The short baseline learnt the
+// first outage whole, and its spread, swollen for hundreds of samples,
+// hid the second within the bound: it paged on 2 of 10 seeds. Learning
+// samples clipped at spikeClip of its spreads (see Observe), it pages
+// on all ten, and the two hours between them stay quiet.
+func TestAutoBurstAfterBurst(t *testing.T) {
+	cfg := DefaultAutoConfig()
+	const first, second = 1000, 1120
+	paged := 0
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		xs := make([]float64, 2000)
+		for i := range xs {
+			xs[i] = 100 + 2*rng.NormFloat64()
+			if i >= first && i < first+12 {
+				xs[i] += 40
+			}
+		}
+		require.Less(t, maxScoreAt(cfg, xs, 60_000, first+13, second-1), cfg.Threshold, "seed %d: between the outages", seed)
+		for i := second; i < second+3; i++ {
+			xs[i] += 15
+		}
+		if maxScoreAt(cfg, xs, 60_000, second, second+3) >= cfg.Threshold {
+			paged++
+		}
+	}
+	require.GreaterOrEqual(t, paged, 9, "seeds whose second outage pages")
+}
+
 // TestAutoJitteredSawtooth: a queue that climbs by 80 over 35 to 45
 // samples (a new length each time, noise 1) and drains at once. Each
 // drop is a jump within the short baseline's bound, whose excursion lasts
