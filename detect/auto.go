@@ -36,7 +36,9 @@ type AutoConfig struct {
 	SurpriseCap float64 `yaml:"surprise_cap"`
 	// ShortHalfLife and LongHalfLife are the likelihood layer's windows:
 	// recent surprise is averaged over the first and judged against its
-	// distribution over the second.
+	// distribution over the second. They, and PatternHalfLife, count
+	// samples a minute or more apart; at a finer interval they keep the
+	// span of time they have at one minute (see fitLikelihoods).
 	ShortHalfLife float64 `yaml:"short_half_life"`
 	LongHalfLife  float64 `yaml:"long_half_life"`
 	// ExtremeTolerance is how far beyond the range seen so far (as a share
@@ -78,7 +80,9 @@ type AutoConfig struct {
 	PatternHalfLife float64 `yaml:"pattern_half_life"`
 	// SpikeZ is the bound of the spike path: a value this many standard
 	// deviations from a short exponentially weighted mean and spread
-	// (SpikeHalfLife samples, the plain z-score's baseline) scores as
+	// (SpikeHalfLife samples, the plain z-score's baseline; its trend
+	// keeps the span of time it has at one minute on coarser data, see
+	// fitTrend) scores as
 	// that z-score does, unless the series crosses the bound often. It
 	// catches a one-sample spike or dip that the likelihoods, which
 	// average surprise over a few samples, dilute. On a strong daily
@@ -399,6 +403,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.interval = d
 		}
 		if a.n == uint64(c.WarmUp)+1 {
+			a.fitLikelihoods()
 			a.fitSlices()
 			a.fitTrend()
 		}
@@ -1153,6 +1158,33 @@ func (a *Auto) fitSlices() {
 	a.deriveVisits()
 }
 
+// fitLikelihoods fits the likelihoods' windows to the interval measured
+// in the warm-up, as fitSlices does the slices' memory: ShortHalfLife,
+// PatternHalfLife and LongHalfLife count samples at a minute, and under
+// a minute they are scaled by the samples in a minute, keeping the span
+// of time they have at one minute. At the agent's own 15 s the level's
+// likelihood averaged 30 seconds of surprise, and a Poisson count's
+// noise paged once a day (84 to 111 pages in 105 series-days, none held
+// two minutes more than 6 times); fitted, 4 to 10. At a minute or
+// coarser the scale is 1 and nothing changes. It sets the windows from
+// the config and the interval, so it may run again on restore.
+func (a *Auto) fitLikelihoods() {
+	f := float64(a.sliceScale())
+	c := &a.cfg
+	fit := func(l *Likelihood, short float64) {
+		l.short.alpha = AlphaForHalfLife(short * f)
+		l.short.derive()
+		l.long.alpha = AlphaForHalfLife(c.LongHalfLife * f)
+		l.long.derive()
+	}
+	fit(&a.lik, c.ShortHalfLife)
+	fit(&a.stepLk, c.PatternHalfLife)
+	if c.DayBuckets > 0 {
+		fit(&a.dayLik, c.PatternHalfLife)
+		fit(&a.prof.lik, c.PatternHalfLife)
+	}
+}
+
 // fitTrend fits the trend baseline's memory (see trendStep) to the
 // interval measured in the warm-up. SpikeHalfLife counts samples at a
 // minute: at 5 minutes its 50 samples span four hours, a sixth of the
@@ -1372,6 +1404,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 		}
 		a.deriveVisits()
 	}
+	a.fitLikelihoods()
 	a.fitTrend()
 	a.last = decodeVerdict(r)
 	return r.finish()

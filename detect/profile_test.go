@@ -389,3 +389,46 @@ func TestAutoFifteenSeconds(t *testing.T) {
 	}
 	require.LessOrEqual(t, held, 3, "anomalies held two minutes over five weeks")
 }
+
+// TestAutoFifteenSecondsCounts: request counts per 15 s, Poisson about
+// 200 on a daily cycle, a week on each of five seeds. The likelihoods
+// averaged two samples, 30 seconds at this interval, and the counting
+// noise paged once a day. Fitted to the interval (see fitLikelihoods)
+// their windows keep the span they have at a minute, and the noise pages
+// a few times in the five weeks; an outage of five minutes at 1.5 times
+// the count still pages within a minute, on every seed.
+func TestAutoFifteenSecondsCounts(t *testing.T) {
+	const step, day = 15_000, 86400_000
+	cfg := DefaultAutoConfig()
+	pages := 0
+	for seed := range uint64(5) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		d := NewAuto(cfg)
+		outage := int64(5*day + rng.IntN(day/step)*step)
+		was, paged := false, false
+		for ts := int64(0); ts < 7*day; ts += step {
+			lambda := 200 * (1 + 0.6*math.Sin(2*math.Pi*float64(ts)/day))
+			in := ts >= outage && ts < outage+300_000
+			if in {
+				lambda *= 1.5
+			}
+			v := d.Observe(ts, math.Max(0, math.Round(lambda+math.Sqrt(lambda)*rng.NormFloat64())))
+			if v.Score >= cfg.Threshold && !was && ts >= day {
+				switch {
+				case in && ts < outage+60_000:
+					paged = true
+				case ts < outage || ts >= outage+900_000:
+					pages++
+				}
+			}
+			was = v.State == StateAnomalous
+			if ts == day && seed == 0 {
+				require.InDelta(t, AlphaForHalfLife(4*cfg.ShortHalfLife), d.lik.short.alpha, 1e-15)
+				require.InDelta(t, AlphaForHalfLife(4*cfg.LongHalfLife), d.stepLk.long.alpha, 1e-15)
+			}
+		}
+		require.True(t, paged, "seed %d: the outage within a minute", seed)
+	}
+	t.Logf("pages %d", pages)
+	require.LessOrEqual(t, pages, 5, "pages over five weeks of counting noise")
+}
