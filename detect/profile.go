@@ -57,6 +57,14 @@ type dayProfile struct {
 	ee      float64
 	en      uint64
 	wkAlpha float64
+	// The series' rise per day (rise, from each slice's visit less its
+	// visit the day before, riseN of them) and the usual age of a
+	// slice's mean when it is read (lag, in ms, from each visit's
+	// start less its slice's age then, lagN of them), both weighted
+	// equally and then by riseAlpha per visit (see ageCorrection).
+	rise, lag   float64
+	riseN, lagN uint64
+	riseAlpha   float64
 }
 
 // profileSlice is one time-of-day slice of a dayProfile.
@@ -70,6 +78,12 @@ type profileSlice struct {
 	// many samples they hold (equal weights until 1/errAlpha).
 	flat, line float64
 	n          uint64
+	// When the visits in mean were, weighted as mean weighs them (age,
+	// the start of each visit in Unix ms), and the last whole visit's
+	// mean and start, for the rise from one day to the next (see rise).
+	age      float64
+	last     float64
+	lastFrom int64
 }
 
 const (
@@ -93,17 +107,19 @@ const (
 func newDayProfile(buckets int, c AutoConfig) dayProfile {
 	alpha := AlphaForHalfLife(c.DayHalfLife)
 	return dayProfile{
-		slices:   make([]profileSlice, buckets),
-		week:     newWeek(buckets),
-		wkFrom:   math.MinInt64,
-		wk:       weekPrior,
-		wkAlpha:  AlphaForHalfLife(profileWeeks * 7 * float64(buckets)),
-		off:      NewRobust(alpha, 3),
-		lik:      NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
-		errAlpha: alpha,
-		errEqual: equalWeightsUntil(alpha),
-		minErrs:  uint64(c.MinDayVisits),
-		invWidth: 1 / float64(dayMs/int64(buckets)),
+		slices:  make([]profileSlice, buckets),
+		week:    newWeek(buckets),
+		wkFrom:  math.MinInt64,
+		wk:      weekPrior,
+		wkAlpha: AlphaForHalfLife(profileWeeks * 7 * float64(buckets)),
+		// the visits of profileDays days
+		riseAlpha: AlphaForHalfLife(profileDays * float64(buckets)),
+		off:       NewRobust(alpha, 3),
+		lik:       NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
+		errAlpha:  alpha,
+		errEqual:  equalWeightsUntil(alpha),
+		minErrs:   uint64(c.MinDayVisits),
+		invWidth:  1 / float64(dayMs/int64(buckets)),
 	}
 }
 
@@ -122,7 +138,7 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 		p.weekSpan(s.lastFrom, i)
 	}
 	if sl.days >= profileKnown {
-		flat := sl.mean + p.wkOwn
+		flat := sl.mean + p.wkOwn + p.ageCorrection(sl, ts)
 		// The position from the slice's centre, in slices (-½ to ½), and
 		// the neighbour on that side.
 		f := float64(ts-s.lastFrom) * p.invWidth
@@ -141,7 +157,7 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 		}
 		line := flat
 		if nb := &p.slices[j]; nb.days >= profileKnown {
-			line = (1-f)*flat + f*(nb.mean+wj)
+			line = (1-f)*flat + f*(nb.mean+wj+p.ageCorrection(nb, ts))
 		}
 		pred := flat
 		if sl.line <= sl.flat {
@@ -204,10 +220,19 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 		m := sl.sum / sl.cnt
 		if sl.days == 0 {
 			sl.mean = m
+			sl.age = float64(sl.from)
 		} else {
+			if dd := float64(sl.from-sl.lastFrom) / dayMs; dd >= 0.5 && dd <= 1.5 {
+				p.riseN++
+				p.rise += maxf(p.riseAlpha, 1/float64(p.riseN)) * ((m-sl.last)/dd - p.rise)
+			}
 			p.learnWeek(sl, i, m)
 			sl.mean += profileAlpha * (m - sl.mean)
+			sl.age += profileAlpha * (float64(sl.from) - sl.age)
 		}
+		sl.last, sl.lastFrom = m, sl.from
+		p.lagN++
+		p.lag += maxf(p.riseAlpha, 1/float64(p.lagN)) * (float64(s.lastFrom) - sl.age - p.lag)
 		sl.days++
 		sl.sum, sl.cnt = 0, 0
 	}
@@ -215,6 +240,21 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 	sl.sum += x
 	sl.cnt++
 	return z, exp, sp
+}
+
+// ageCorrection is what the series has risen since slice sl's mean
+// was, beyond the usual age of a slice's mean: the profile's rise per
+// day times how much older than usual sl's mean is at ts. A slice's
+// mean lags a rising series by its age, which depends on how many
+// visits it has and when the last closed; the offset learnt against
+// the slices read before takes in the usual lag but not a slice's own.
+// On a steady rise (0.1 a minute, noise 1) the first slice of the day,
+// a visit ahead of the others, was mispredicted by 45 at midnight and
+// the profile's likelihood paged; corrected, the prediction is within
+// 3.3 there and within 3 everywhere else. Where the series does not
+// rise from day to day the rise stays near 0 and so does this.
+func (p *dayProfile) ageCorrection(sl *profileSlice, ts int64) float64 {
+	return p.rise * (float64(ts) - sl.age - p.lag) / dayMs
 }
 
 // profileAlpha is the per-visit weight of profileDays.
@@ -339,6 +379,9 @@ func (p *dayProfile) encode(w *encoder) {
 		w.f64(s.flat)
 		w.f64(s.line)
 		w.u64(s.n)
+		w.f64(s.age)
+		w.f64(s.last)
+		w.i64(s.lastFrom)
 	}
 	for _, r := range p.week {
 		w.f32(r)
@@ -348,6 +391,10 @@ func (p *dayProfile) encode(w *encoder) {
 	w.u64(p.wn)
 	w.f64(p.ee)
 	w.u64(p.en)
+	w.f64(p.rise)
+	w.f64(p.lag)
+	w.u64(p.riseN)
+	w.u64(p.lagN)
 }
 
 func (p *dayProfile) decode(r *decoder) {
@@ -363,6 +410,9 @@ func (p *dayProfile) decode(r *decoder) {
 		s.flat = r.f64()
 		s.line = r.f64()
 		s.n = r.u64()
+		s.age = r.f64()
+		s.last = r.f64()
+		s.lastFrom = r.i64()
 	}
 	for i := range p.week {
 		p.week[i] = r.f32()
@@ -372,6 +422,10 @@ func (p *dayProfile) decode(r *decoder) {
 	p.wn = r.u64()
 	p.ee = r.f64()
 	p.en = r.u64()
+	p.rise = r.f64()
+	p.lag = r.f64()
+	p.riseN = r.u64()
+	p.lagN = r.u64()
 	p.wk = p.slope()
 	p.wkFrom = math.MinInt64
 }

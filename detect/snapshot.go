@@ -11,7 +11,7 @@ import (
 // then the detector's fixed fields little-endian (float64 as IEEE bits,
 // counters as uint64), config first so that a snapshot from a different
 // config is refused. Bump snapshotVersion when any layout changes.
-const snapshotVersion = 17 // 2: auto keeps the time of its first sample; storm and surge remember their episode. 3: auto's spike path and the level at its records. 4: auto's peak below the threshold. 5: auto's offsets from the level per time of day. 6: auto's slope. 7: auto's spike-path excursion length. 8: auto's previous timestamp. 9: auto's day profile and time zone. 10: the profile's week. 11: auto's departures from a repeated value. 12: auto's schedule of excursions. 13: whether the excursion under way was checked against it. 14: which of the schedule's excursions would alert. 15: auto's spike baseline's trend. 16: auto's count of jumps. 17: auto's sampling interval
+const snapshotVersion = 18 // 2: auto keeps the time of its first sample; storm and surge remember their episode. 3: auto's spike path and the level at its records. 4: auto's peak below the threshold. 5: auto's offsets from the level per time of day. 6: auto's slope. 7: auto's spike-path excursion length. 8: auto's previous timestamp. 9: auto's day profile and time zone. 10: the profile's week. 11: auto's departures from a repeated value. 12: auto's schedule of excursions. 13: whether the excursion under way was checked against it. 14: which of the schedule's excursions would alert. 15: auto's spike baseline's trend. 16: auto's count of jumps. 17: auto's sampling interval. 18: the profile's rise per day and its slices' ages
 
 // ErrSnapshot is wrapped by every snapshot restore error.
 var ErrSnapshot = errors.New("invalid detector snapshot")
