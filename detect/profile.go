@@ -254,8 +254,11 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 // 3.3 there and within 3 everywhere else. Where the series does not
 // rise from day to day the rise stays near 0 and so does this.
 func (p *dayProfile) ageCorrection(sl *profileSlice, ts int64) float64 {
-	return p.rise * (float64(ts) - sl.age - p.lag) / dayMs
+	return p.rise * (float64(ts) - sl.age - p.lag) * perDayMs
 }
+
+// perDayMs is 1/dayMs: a multiplication on the path every sample takes.
+const perDayMs = 1.0 / dayMs
 
 // profileAlpha is the per-visit weight of profileDays.
 var profileAlpha = AlphaForHalfLife(profileDays)
