@@ -403,9 +403,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.interval = d
 		}
 		if a.n == uint64(c.WarmUp)+1 {
-			a.fitLikelihoods()
-			a.fitSlices()
-			a.fitTrend()
+			a.fitInterval()
 		}
 	}
 	a.fraction = a.fraction || x != math.Trunc(x)
@@ -1134,6 +1132,16 @@ const sliceStep = 60_000
 // maxSliceScale bounds the fitting below at one sample a second.
 const maxSliceScale = sliceStep / 1000
 
+// fitInterval fits what counts samples to the interval measured in the
+// warm-up: the likelihoods' windows, the slices' memory and the trend's
+// (see each). Each sets its state from the config and the interval
+// alone, so it runs once the warm-up ends and again on restore.
+func (a *Auto) fitInterval() {
+	a.fitLikelihoods()
+	a.fitSlices()
+	a.fitTrend()
+}
+
 // fitSlices fits the time-of-day slices' memory to the sampling
 // interval once the warm-up has measured it. At a minute or coarser
 // nothing changes. At a finer interval a slice sees more samples per
@@ -1166,8 +1174,7 @@ func (a *Auto) fitSlices() {
 // likelihood averaged 30 seconds of surprise, and a Poisson count's
 // noise paged once a day (84 to 111 pages in 105 series-days, none held
 // two minutes more than 6 times); fitted, 4 to 10. At a minute or
-// coarser the scale is 1 and nothing changes. It sets the windows from
-// the config and the interval, so it may run again on restore.
+// coarser the scale is 1 and nothing changes.
 func (a *Auto) fitLikelihoods() {
 	f := float64(a.sliceScale())
 	c := &a.cfg
@@ -1402,10 +1409,8 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 			a.offset[i].mean = r.f64()
 			a.offset[i].vr = r.f64()
 		}
-		a.deriveVisits()
 	}
-	a.fitLikelihoods()
-	a.fitTrend()
+	a.fitInterval()
 	a.last = decodeVerdict(r)
 	return r.finish()
 }
