@@ -57,14 +57,12 @@ type dayProfile struct {
 	ee      float64
 	en      uint64
 	wkAlpha float64
-	// The series' rise per day (rise, from each slice's visit less its
-	// visit the day before, riseN of them) and the usual age of a
-	// slice's mean when it is read (lag, in ms, from each visit's
-	// start less its slice's age then, lagN of them), both weighted
-	// equally and then by riseAlpha per visit (see ageCorrection).
-	rise, lag   float64
-	riseN, lagN uint64
-	riseAlpha   float64
+	// The series' rise per day (from each slice's visit less its visit
+	// the day before) and the usual age of a slice's mean when it is
+	// read (lag, in ms: each visit's start less its slice's age then),
+	// averaged over the visits of profileDays days (see ageCorrection).
+	// Only their means are read.
+	rise, lag EWMA
 }
 
 // profileSlice is one time-of-day slice of a dayProfile.
@@ -107,19 +105,19 @@ const (
 func newDayProfile(buckets int, c AutoConfig) dayProfile {
 	alpha := AlphaForHalfLife(c.DayHalfLife)
 	return dayProfile{
-		slices:  make([]profileSlice, buckets),
-		week:    newWeek(buckets),
-		wkFrom:  math.MinInt64,
-		wk:      weekPrior,
-		wkAlpha: AlphaForHalfLife(profileWeeks * 7 * float64(buckets)),
-		// the visits of profileDays days
-		riseAlpha: AlphaForHalfLife(profileDays * float64(buckets)),
-		off:       NewRobust(alpha, 3),
-		lik:       NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
-		errAlpha:  alpha,
-		errEqual:  equalWeightsUntil(alpha),
-		minErrs:   uint64(c.MinDayVisits),
-		invWidth:  1 / float64(dayMs/int64(buckets)),
+		slices:   make([]profileSlice, buckets),
+		week:     newWeek(buckets),
+		wkFrom:   math.MinInt64,
+		wk:       weekPrior,
+		wkAlpha:  AlphaForHalfLife(profileWeeks * 7 * float64(buckets)),
+		off:      NewRobust(alpha, 3),
+		lik:      NewLikelihood(c.PatternHalfLife, c.LongHalfLife, 0.05),
+		errAlpha: alpha,
+		errEqual: equalWeightsUntil(alpha),
+		minErrs:  uint64(c.MinDayVisits),
+		invWidth: 1 / float64(dayMs/int64(buckets)),
+		rise:     NewEWMA(AlphaForHalfLife(profileDays * float64(buckets))),
+		lag:      NewEWMA(AlphaForHalfLife(profileDays * float64(buckets))),
 	}
 }
 
@@ -223,16 +221,14 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 			sl.age = float64(sl.from)
 		} else {
 			if dd := float64(sl.from-sl.lastFrom) / dayMs; dd >= 0.5 && dd <= 1.5 {
-				p.riseN++
-				p.rise += maxf(p.riseAlpha, 1/float64(p.riseN)) * ((m-sl.last)/dd - p.rise)
+				p.rise.UpdateMean((m - sl.last) / dd)
 			}
 			p.learnWeek(sl, i, m)
 			sl.mean += profileAlpha * (m - sl.mean)
 			sl.age += profileAlpha * (float64(sl.from) - sl.age)
 		}
 		sl.last, sl.lastFrom = m, sl.from
-		p.lagN++
-		p.lag += maxf(p.riseAlpha, 1/float64(p.lagN)) * (float64(s.lastFrom) - sl.age - p.lag)
+		p.lag.UpdateMean(float64(s.lastFrom) - sl.age)
 		sl.days++
 		sl.sum, sl.cnt = 0, 0
 	}
@@ -254,7 +250,7 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 // 3.3 there and within 3 everywhere else. Where the series does not
 // rise from day to day the rise stays near 0 and so does this.
 func (p *dayProfile) ageCorrection(sl *profileSlice, ts int64) float64 {
-	return p.rise * (float64(ts) - sl.age - p.lag) * perDayMs
+	return p.rise.mean * (float64(ts) - sl.age - p.lag.mean) * perDayMs
 }
 
 // perDayMs is 1/dayMs: a multiplication on the path every sample takes.
@@ -394,10 +390,11 @@ func (p *dayProfile) encode(w *encoder) {
 	w.u64(p.wn)
 	w.f64(p.ee)
 	w.u64(p.en)
-	w.f64(p.rise)
-	w.f64(p.lag)
-	w.u64(p.riseN)
-	w.u64(p.lagN)
+	// Their means and counts: the smoothing is the profile's own.
+	w.f64(p.rise.mean)
+	w.f64(p.lag.mean)
+	w.u64(p.rise.n)
+	w.u64(p.lag.n)
 }
 
 func (p *dayProfile) decode(r *decoder) {
@@ -425,10 +422,10 @@ func (p *dayProfile) decode(r *decoder) {
 	p.wn = r.u64()
 	p.ee = r.f64()
 	p.en = r.u64()
-	p.rise = r.f64()
-	p.lag = r.f64()
-	p.riseN = r.u64()
-	p.lagN = r.u64()
+	p.rise.mean = r.f64()
+	p.lag.mean = r.f64()
+	p.rise.n = r.u64()
+	p.lag.n = r.u64()
 	p.wk = p.slope()
 	p.wkFrom = math.MinInt64
 }

@@ -453,5 +453,5 @@ func TestAutoProfileRise(t *testing.T) {
 			require.Less(t, v.Score, cfg.Threshold, "sample %d", i)
 		}
 	}
-	require.InDelta(t, 0.03*1440, d.prof.rise, 1, "the rise per day")
+	require.InDelta(t, 0.03*1440, d.prof.rise.Mean(), 1, "the rise per day")
 }
