@@ -294,10 +294,13 @@ type Auto struct {
 	exMean, exVar float64
 	shortRun      uint64
 	fraction      bool // some value seen was not a whole number
-	// The level when the highest and lowest values were set: a record
-	// must be beaten by as much as the level has since moved towards it,
-	// so that a drifting level does not make records cheap.
+	// The level the highest and lowest values are measured from: a
+	// record must lie further from the level now than the highest
+	// (lowest) value lay from locHi (locLo), as well as beyond it, so
+	// that a drifting level does not make records cheap. hiEp (loEp)
+	// is whether that value was set within an episode (see Observe).
 	locHi, locLo float64
+	hiEp, loEp   bool
 	// The peak of the scores below the threshold since the series was
 	// last calm, and the samples since it last scored half of it (see
 	// belowThreshold).
@@ -507,13 +510,39 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		}
 		// Only a record can be a new extreme; most samples are none and
 		// skip the rest.
+		//
+		// A value beyond the highest (or lowest) sets it. Where the
+		// level carried it there, an ordinary sample on a rising
+		// series, it lies no further from the level than the old one
+		// did, and the bar keeps the old one's distance: reset to the
+		// sample's own, every sample a little above the level set the
+		// bar again, and the next few-sigma noise beat it. On a rise of
+		// 2 % a day with 1 % noise that paged 131 times in 140
+		// series-days, against 31 for the noise alone; now about as
+		// often as the noise alone (see TestAutoRecordsOnRise). The
+		// bar is reset to the sample's distance, as before, while
+		// records do not count yet (the level is not settled) and
+		// where the old value was set within an episode: its distance
+		// was measured from a level lagging the incident's step, and
+		// it is no bar for the next incident (hourly_shifts).
 		if x > a.hi || x < a.lo {
 			extreme = a.extreme(ts, x, loc, scale, levelZ, day)
+			early := a.n <= uint64(c.ExtremeAfter) || c.DayBuckets > 0 && ts-a.first < dayMs
 			if x > a.hi {
-				a.locHi = loc
+				if early || a.hiEp {
+					a.locHi = loc
+				} else {
+					a.locHi = min(loc, x-(a.hi-a.locHi))
+				}
+				a.hiEp = a.quiet > 0
 			}
 			if x < a.lo {
-				a.locLo = loc
+				if early || a.loEp {
+					a.locLo = loc
+				} else {
+					a.locLo = max(loc, x+(a.locLo-a.lo))
+				}
+				a.loEp = a.quiet > 0
 			}
 			a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 		}
@@ -1328,6 +1357,8 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.f64(a.hi)
 	w.f64(a.locLo)
 	w.f64(a.locHi)
+	w.bool(a.loEp)
+	w.bool(a.hiEp)
 	w.i64(a.first)
 	w.u64(a.n)
 	w.i64(int64(a.quiet))
@@ -1380,6 +1411,8 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.hi = r.f64()
 	a.locLo = r.f64()
 	a.locHi = r.f64()
+	a.loEp = r.bool()
+	a.hiEp = r.bool()
 	a.first = r.i64()
 	a.n = r.u64()
 	a.quiet = int(r.i64())
