@@ -512,25 +512,31 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// skip the rest.
 		//
 		// A value beyond the highest (or lowest) sets it. Where the
-		// level carried it there, an ordinary sample on a rising
+		// level carried it there, as an ordinary sample on a rising
 		// series, it lies no further from the level than the old one
-		// did, and the bar keeps the old one's distance: reset to the
+		// did, and the bar keeps the old one's distance. Reset to the
 		// sample's own, every sample a little above the level set the
-		// bar again, and the next few-sigma noise beat it. On a rise of
-		// 2 % a day with 1 % noise that paged 131 times in 140
-		// series-days, against 31 for the noise alone; now about as
-		// often as the noise alone (see TestAutoRecordsOnRise). The
-		// bar is reset to the sample's distance, as before, while
-		// records do not count yet (the level is not settled) and
-		// where the old value was set within an episode: its distance
-		// was measured from a level lagging the incident's step, and
-		// it is no bar for the next incident (hourly_shifts).
+		// bar again, and the next few-sigma noise beat it: a rise of
+		// 2 % a day with 1 % noise paged 131 times in 140 series-days,
+		// against 31 for the noise alone, and now about as often as
+		// the noise alone (see TestAutoRecordsOnRise). On a positive
+		// series the distance kept is a ratio (x/locHi as hi/locHi
+		// was): there noise grows with the level (latencies, rates),
+		// and a difference kept from a lower level is too low a bar at
+		// a higher one. The bar is reset to the sample's distance, as
+		// before, while records do not count yet (the level is not
+		// settled), and where the old value was set within an episode:
+		// its distance was measured from a level lagging the
+		// incident's step, and is no bar for the next incident
+		// (hourly_shifts).
 		if x > a.hi || x < a.lo {
 			extreme = a.extreme(ts, x, loc, scale, levelZ, day)
 			early := a.n <= uint64(c.ExtremeAfter) || c.DayBuckets > 0 && ts-a.first < dayMs
 			if x > a.hi {
 				if early || a.hiEp {
 					a.locHi = loc
+				} else if a.lo > 0 && a.locHi > 0 {
+					a.locHi = min(loc, x*(a.locHi/a.hi))
 				} else {
 					a.locHi = min(loc, x-(a.hi-a.locHi))
 				}
@@ -539,6 +545,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			if x < a.lo {
 				if early || a.loEp {
 					a.locLo = loc
+				} else if x > 0 && a.lo > 0 {
+					a.locLo = max(loc, x*(a.locLo/a.lo))
 				} else {
 					a.locLo = max(loc, x+(a.locLo-a.lo))
 				}

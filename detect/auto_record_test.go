@@ -163,17 +163,21 @@ func TestAutoExpectedAtHour(t *testing.T) {
 // sample three spreads up set a record. The rise paged 131 times, the
 // same noise without it 31. A record now has to lie further from the
 // level than the highest value did, and the rise pages about as often
-// as the noise alone (24 and 29), while a sample six spreads above the
-// rise on day 10 still pages.
+// as the noise alone (23 and 29), while a sample six spreads above the
+// rise on day 10 still pages. On a positive series the distance kept is
+// a ratio, since noise that grows with the level is the rule there
+// (latencies, rates): a latency with 10 % lognormal noise rising 10 % a
+// day paged 73 times with the distance kept as a difference, 48 as a
+// ratio, 37 without the rise.
 func TestAutoRecordsOnRise(t *testing.T) {
 	const perDay = 1440
 	cfg := DefaultAutoConfig()
-	pages := func(perDayRise float64, spike int) (n int, spiked bool) {
+	pages := func(value func(i int, rng *rand.Rand) float64, spike int) (n int, spiked bool) {
 		for seed := range uint64(10) {
 			rng := rand.New(rand.NewPCG(seed, 5))
 			d := NewAuto(cfg)
 			for i := range 14 * perDay {
-				x := 1000 + perDayRise*float64(i)/perDay + 10*rng.NormFloat64()
+				x := value(i, rng)
 				if i == spike {
 					x += 60
 				}
@@ -186,11 +190,23 @@ func TestAutoRecordsOnRise(t *testing.T) {
 		}
 		return n, spiked
 	}
-	flat, _ := pages(0, -1)
-	rise, _ := pages(20, -1)
-	// 24 against 29 now (131 against 31 before); half as many again
-	// leaves room for chance.
+	gaussian := func(rise float64) func(int, *rand.Rand) float64 {
+		return func(i int, rng *rand.Rand) float64 {
+			return 1000 + rise*float64(i)/perDay + 10*rng.NormFloat64()
+		}
+	}
+	lognormal := func(rise float64) func(int, *rand.Rand) float64 {
+		return func(i int, rng *rand.Rand) float64 {
+			return 100 * (1 + rise*float64(i)/perDay) * math.Exp(0.1*rng.NormFloat64())
+		}
+	}
+	// Half as many again as the noise alone leaves room for chance.
+	flat, _ := pages(gaussian(0), -1)
+	rise, _ := pages(gaussian(20), -1)
 	require.LessOrEqual(t, 2*rise, 3*flat, "pages on the rise (%d) and on the noise alone (%d)", rise, flat)
-	_, spiked := pages(20, 10*perDay+600)
+	_, spiked := pages(gaussian(20), 10*perDay+600)
 	require.True(t, spiked, "the spike on the rise")
+	flat, _ = pages(lognormal(0), -1)
+	rise, _ = pages(lognormal(0.1), -1)
+	require.LessOrEqual(t, 2*rise, 3*flat, "pages on the lognormal rise (%d) and on its noise alone (%d)", rise, flat)
 }
