@@ -531,9 +531,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// (hourly_shifts).
 		if x > a.hi || x < a.lo {
 			extreme = a.extreme(ts, x, loc, scale, levelZ, day)
-			early := a.n <= uint64(c.ExtremeAfter) || c.DayBuckets > 0 && ts-a.first < dayMs
+			counts := a.recordsCount(ts)
 			if x > a.hi {
-				if early || a.hiEp {
+				if !counts || a.hiEp {
 					a.locHi = loc
 				} else if a.lo > 0 && a.locHi > 0 {
 					a.locHi = min(loc, x*(a.locHi/a.hi))
@@ -543,7 +543,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				a.hiEp = a.quiet > 0
 			}
 			if x < a.lo {
-				if early || a.loEp {
+				if !counts || a.loEp {
 					a.locLo = loc
 				} else if x > 0 && a.lo > 0 {
 					a.locLo = max(loc, x*(a.locLo/a.lo))
@@ -934,7 +934,7 @@ func minf(a, b float64) float64 {
 func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float64 {
 	c := &a.cfg
 	tol := c.ExtremeTolerance * (a.hi - a.lo)
-	if c.ExtremeTolerance >= 0 && a.n > uint64(c.ExtremeAfter) && (c.DayBuckets == 0 || ts-a.first >= dayMs) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) &&
+	if c.ExtremeTolerance >= 0 && a.recordsCount(ts) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) &&
 		(levelZ >= extremeMinZ || day != nil && day.Count() >= a.minVisits) && !a.usualForHour(ts, x, loc, scale, day) {
 		// Graded by how far the record is beaten, in robust standard
 		// deviations: the threshold when barely, 0.999 from SurpriseCap
@@ -944,6 +944,13 @@ func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float
 		return c.Threshold + (0.999-c.Threshold)*min(beyond/c.SurpriseCap, 1)
 	}
 	return 0
+}
+
+// recordsCount reports whether new extremes count at ts: after
+// ExtremeAfter samples and, with DayBuckets on, a whole day (see
+// ExtremeAfter).
+func (a *Auto) recordsCount(ts int64) bool {
+	return a.n > uint64(a.cfg.ExtremeAfter) && (a.cfg.DayBuckets == 0 || ts-a.first >= dayMs)
 }
 
 // spikePath returns the spike path's score for x: the plain z-score's
