@@ -77,23 +77,33 @@ func requireDipPage(t *testing.T, cfg AutoConfig, xs []float64, dip int, seed ui
 // hour's slice, whose mean the ramp runs through, spreads by as much, and
 // the level lags the ramp: it scored below the threshold on every seed.
 // The day's profile, read between slice centres and offset by how the
-// day runs, pages it on each, with the profile's band in the verdict,
-// and the curve and its lower days alone raise no page from the day
-// the profile judges (the fourth) on.
+// day runs, pages it on each, with the profile's band in the verdict.
+// The curve and its lower days alone page from the fourth day to the
+// dip no more than its noise does: 9 pages on 7 of 60 seeds (7 on 6
+// with the profile judging a day later), so at most 2 over these ten.
+// The test asked for none on each seed before, which held on these ten
+// by chance: over 60, one seed in nine pages once.
 func TestAutoDayProfile(t *testing.T) {
 	const perDay, minuteMs = 1440, 60_000
 	cfg := DefaultAutoConfig()
 	dip := 10*perDay + 8*60 + 15
+	curve := 0
 	for seed := range uint64(10) {
 		xs := kpiMinutes(rand.New(rand.NewPCG(seed, 21)))
 		for i := dip; i < dip+15; i++ {
 			xs[i] *= 0.8
 		}
-		require.Less(t, maxScoreAt(cfg, xs, minuteMs, 3*perDay, dip-1), cfg.Threshold, "seed %d: the curve", seed)
+		d := NewAuto(cfg)
+		for i, x := range xs[:dip] {
+			if v := d.Observe(int64(i)*minuteMs, x); v.Score >= cfg.Threshold && i >= 3*perDay {
+				curve++
+			}
+		}
 		require.GreaterOrEqual(t, maxScoreAt(cfg, xs, minuteMs, dip, dip+14), cfg.Threshold, "seed %d: the dip", seed)
 		requireDipPage(t, cfg, xs, dip, seed, 0.3)
 		require.Less(t, maxScoreAt(cfg, xs, minuteMs, dip+cfg.Quiet, len(xs)-1), cfg.Threshold, "seed %d: the curve after it", seed)
 	}
+	require.LessOrEqual(t, curve, 2, "pages on the curve alone, from the fourth day to the dip")
 }
 
 // TestAutoDayProfileWildValues: a wild sample (a unit glitch, a misread
@@ -320,17 +330,19 @@ func TestAutoProfileSpike(t *testing.T) {
 }
 
 // TestAutoKPINoise: a plain 1-minute KPI (kpiCurve, 3 % Gaussian noise)
-// over 30 days and ten seeds, 270 series-days after the third, is
-// paged at most six times (records on the daily peak, a sample five
+// over 30 days and forty seeds, 1,080 series-days after the third, is
+// paged at most 32 times (records on the daily peak, a sample five
 // times the noise). The profile's likelihood averaged the mean |z| of
 // its residuals, whose right tail is longer than the Gaussian it was
-// judged by, and paged 4 of the 8 there were; it averages their root
-// mean square now.
+// judged by: that paged 35 times here (37 with the profile judging from
+// its third day), the root mean square 28 (30). Ten seeds, as this test
+// had first, cannot tell them apart: their pages run 5 to 8 either way,
+// while the noise pages about 7 per ten seeds.
 func TestAutoKPINoise(t *testing.T) {
 	const perDay, minuteMs = 1440, 60_000
 	cfg := DefaultAutoConfig()
 	pages := 0
-	for seed := range uint64(10) {
+	for seed := range uint64(40) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		d := NewAuto(cfg)
 		for i := range 30 * perDay {
@@ -340,7 +352,7 @@ func TestAutoKPINoise(t *testing.T) {
 			}
 		}
 	}
-	require.LessOrEqual(t, pages, 6, "pages over 270 series-days of noise")
+	require.LessOrEqual(t, pages, 32, "pages over 1,080 series-days of noise")
 }
 
 // TestAutoFifteenSeconds: the agent evaluates every 15 s, and there a
