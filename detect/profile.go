@@ -247,9 +247,9 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 		// fourth it paged 40 times over ten seeds. Later changes of
 		// the rise are not taken: on weekly series the rise from one
 		// day to the next is mostly the weekend's step, and moving
-		// the offset by it cost weekly_quiet 4 to 6 points.
-		// A slice before this one that has no whole visit has no age
-		// (a series seen only some hours of the day).
+		// the offset by it cost weekly_quiet 4 to 6 points. A slice
+		// before this one without a whole visit has no age yet (a
+		// series seen only some hours of the day), and no correction.
 		if pv.days > 0 {
 			r := rise0
 			if p.rise.n == 1 && rise0 == 0 {

@@ -108,16 +108,18 @@ func TestAutoDayProfile(t *testing.T) {
 
 // TestAutoDayProfileWildValues: a wild sample (a unit glitch, a misread
 // counter) in the slice of the morning's dip, on the day the slice learns
-// its errors and on a judging day, must not leave the slice's state
-// infinite (or NaN) or its mean skewed for weeks: the dip on day 10 still
-// pages with a band that excludes it. One on the slice's second day, a
-// visit the week learns from, must not make the week's sums NaN.
+// its errors (its second) and on judging days, must not leave the
+// slice's state infinite (or NaN) or its mean skewed for weeks: the dip
+// on day 10 still pages with a band that excludes it. One on the slice's
+// first day, before it predicts and clips, must not make the week's
+// sums NaN.
 func TestAutoDayProfileWildValues(t *testing.T) {
 	const perDay = 1440
 	cfg := DefaultAutoConfig()
 	dip := 10*perDay + 8*60 + 15
 	for seed := range uint64(5) {
 		xs := kpiMinutes(rand.New(rand.NewPCG(seed, 21)))
+		xs[perDay+8*60+30] = 1e300
 		xs[2*perDay+8*60+30] = 1e300
 		xs[5*perDay+8*60+30] = 1e15
 		for i := dip; i < dip+15; i++ {
@@ -129,11 +131,11 @@ func TestAutoDayProfileWildValues(t *testing.T) {
 				require.True(t, finite(f), "seed %d: slice %d: %+v", seed, i, sl)
 			}
 		}
-		// On the slice's second day, before values are clipped, a
-		// wild visit is one the week learns from: its sums and cells
-		// stay finite (the dip's page there is a known gap: the
-		// slice's mean is skewed).
-		xs[perDay+8*60+30] = 1e300
+		// On the slice's first day, before values are clipped, a wild
+		// visit is the mean the week's first offsets are measured
+		// from: its sums and cells stay finite (the dip's page there
+		// is a known gap: the slice's mean is skewed).
+		xs[8*60+30] = 1e300
 		d = NewAuto(cfg)
 		for i, x := range xs {
 			d.Observe(int64(i)*60_000, x)
