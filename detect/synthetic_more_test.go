@@ -132,9 +132,7 @@ var moreFamilies = []family{
 		// Latencies that drift slowly (a growing table, a warming cache)
 		// with incidents on top: a few to tens of samples at 2-3x, or a
 		// lasting step up.
-		name:   "latency_drift",
-		behind: "barely beaten records on a rising drift (18 of 26 false alarms on seed 1), and time-of-day slices that lag the drift dilute an incident against it; every rule that drops those records costs NAB or hourly_shifts more",
-		floor:  [2]float64{68, 65},
+		name: "latency_drift",
 		gen: func(rng *rand.Rand, i int) synthSeries {
 			step := []int64{minute, fiveMins}[i%2]
 			n := []int{2000, 5000, 12000}[i%3]

@@ -20,9 +20,7 @@ var probeFamilies = []family{
 	{
 		// Ingress rates that grow (or shrink) steadily by 50-200 % over the
 		// series, with a daily cycle; incidents are drops or spikes.
-		name:   "growth",
-		behind: "nearly level once a record where its hour usually is (the level plus the hour's offset from it) is no news (seed 1: 81.9 against 83.6 optimised; 73.0 against 46.6 at the own thresholds); the records left are on the steepest trends (docs/detectors.md, Probes)",
-		floor:  [2]float64{80, 70},
+		name: "growth",
 		gen: func(rng *rand.Rand, i int) synthSeries {
 			step := []int64{fiveMins, hour}[i%2]
 			n := []int{500, 1500, 3000}[i%3]
