@@ -42,6 +42,19 @@ func maxScoreAt(cfg AutoConfig, xs []float64, step int64, from, to int) float64 
 	return best
 }
 
+// pagesAt is maxScoreAt's count: the samples from row from to row to
+// (inclusive) that score at the threshold or above.
+func pagesAt(cfg AutoConfig, xs []float64, step int64, from, to int) int {
+	d := NewAuto(cfg)
+	n := 0
+	for i, x := range xs {
+		if v := d.Observe(int64(i)*step, x); i >= from && i <= to && v.Score >= cfg.Threshold {
+			n++
+		}
+	}
+	return n
+}
+
 // TestAutoSpikePath: a one-sample spike within the range seen so far
 // alerts through the spike path; without it the likelihoods, which
 // average surprise over a few samples, leave it below the threshold.

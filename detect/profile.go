@@ -221,7 +221,7 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 	// closes the last visit.
 	if sl.cnt > 0 && s.lastFrom != sl.from {
 		pv := &p.slices[(i+len(p.slices)-1)%len(p.slices)]
-		rise0, lag0 := p.rise.mean, p.lag.mean
+		rise0, lag0, rises := p.rise.mean, p.lag.mean, p.rise.n
 		m := sl.sum / sl.cnt
 		if sl.days == 0 {
 			sl.mean = m
@@ -252,7 +252,7 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 		// series seen only some hours of the day), and no correction.
 		if pv.days > 0 {
 			r := rise0
-			if p.rise.n == 1 && rise0 == 0 {
+			if rises == 0 { // the rise is first known now (or not yet: 0)
 				r = p.rise.mean
 			}
 			a := float64(ts) - pv.age

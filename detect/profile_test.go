@@ -93,12 +93,7 @@ func TestAutoDayProfile(t *testing.T) {
 		for i := dip; i < dip+15; i++ {
 			xs[i] *= 0.8
 		}
-		d := NewAuto(cfg)
-		for i, x := range xs[:dip] {
-			if v := d.Observe(int64(i)*minuteMs, x); v.Score >= cfg.Threshold && i >= 3*perDay {
-				curve++
-			}
-		}
+		curve += pagesAt(cfg, xs, minuteMs, 3*perDay, dip-1)
 		require.GreaterOrEqual(t, maxScoreAt(cfg, xs, minuteMs, dip, dip+14), cfg.Threshold, "seed %d: the dip", seed)
 		requireDipPage(t, cfg, xs, dip, seed, 0.3)
 		require.Less(t, maxScoreAt(cfg, xs, minuteMs, dip+cfg.Quiet, len(xs)-1), cfg.Threshold, "seed %d: the curve after it", seed)
