@@ -44,7 +44,9 @@ type AutoConfig struct {
 	// ExtremeTolerance is how far beyond the range seen so far (as a share
 	// of that range) a value must lie to count as a new extreme, which
 	// scores as anomalous outright. A record must also be beaten by as
-	// much as the level has moved towards it since it was set. Negative disables the check.
+	// much as the level has moved towards it since it was set, and one
+	// beyond the normal band must lie further out than noise at its
+	// spread reaches in the history it beats. Negative disables the check.
 	ExtremeTolerance float64 `yaml:"extreme_tolerance"`
 	// ExtremeAfter is the number of samples before new extremes count: in
 	// a short history every few samples sets a record. With DayBuckets on,
@@ -312,7 +314,7 @@ type Auto struct {
 	// let them skip the tail probability and its logarithm.
 	peakZ, halfLo, halfHi float64
 	// Per time-of-day slice, the usual distance from the level (see
-	// usualForHour); nil when DayBuckets is 0.
+	// recordZ); nil when DayBuckets is 0.
 	offset       []offset
 	offsetSteady uint64 // derived: the visits from which an offset's update is steady
 	// The smallest positive interval between samples in the warm-up
@@ -922,8 +924,8 @@ func minf(a, b float64) float64 {
 // extreme returns the new-extreme score of x, a record, judged before the
 // record is learnt: 0 unless the range is established, x beats the
 // record by the tolerance and by as much as the level has moved towards
-// it since it was set, and x is surprising: against the usual value at
-// this hour once the time of day's slice is known (see usualForHour), and
+// it since it was set, and x is surprising (see recordZ): against the
+// usual value at this hour once the time of day's slice is known, and
 // against the level before. On a daily cycle, even one that grows with a
 // trend, the peak hour's noise beats the record by a hair every few days
 // where that hour, relative to the level, has been before. That is no
@@ -931,11 +933,27 @@ func minf(a, b float64) float64 {
 // daily cycle its spread is the cycle's, so a night-time outage that sets
 // a record low lies within 1.5 σ of the level however far it is below
 // what the night usually has.
+//
+// Nor is a record that noise sets. In a series of independent samples
+// the nth is a record with probability 1/n, so two weeks of 1-minute
+// white noise set about five records after the first day, each three
+// and a half to four and a half spreads out, and each paged. A record
+// within the normal band (recordBand spreads of the usual value) still
+// counts: the usual value itself has come near the extreme, so the
+// series as a whole has moved, which noise does not do. Beyond the band
+// a record counts only past noiseReach(n), the distance noise at this
+// spread reaches once in four histories of the n samples the record
+// beats. Records on two weeks of white noise then page 25 times where
+// they paged 60 (twenty seeds; TestAutoRecordsOnNoise), and NAB has
+// three false alarms fewer and no window lost.
 func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float64 {
 	c := &a.cfg
 	tol := c.ExtremeTolerance * (a.hi - a.lo)
-	if c.ExtremeTolerance >= 0 && a.recordsCount(ts) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) &&
-		(levelZ >= extremeMinZ || day != nil && day.Count() >= a.minVisits) && !a.usualForHour(ts, x, loc, scale, day) {
+	if c.ExtremeTolerance >= 0 && a.recordsCount(ts) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) {
+		z, noiseZ := a.recordZ(ts, x, loc, scale, levelZ, day)
+		if z < extremeMinZ || z >= recordBand && noiseZ < noiseReach(a.n) {
+			return 0
+		}
 		// Graded by how far the record is beaten, in robust standard
 		// deviations: the threshold when barely, 0.999 from SurpriseCap
 		// on. Every new extreme alerts; ranking them lets a stricter
@@ -944,6 +962,14 @@ func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float
 		return c.Threshold + (0.999-c.Threshold)*min(beyond/c.SurpriseCap, 1)
 	}
 	return 0
+}
+
+// noiseReach is the distance, in spreads, that n independent Gaussian
+// samples pass with probability recordNoiseOdds (n × tail = odds): 3.6
+// spreads after a day of 1-minute samples, 4.2 after two weeks, 3.2
+// after two weeks of hourly ones.
+func noiseReach(n uint64) float64 {
+	return NormalTailZ(recordNoiseOdds / float64(max(n, 1)))
 }
 
 // recordsCount reports whether new extremes count at ts: after
@@ -1115,7 +1141,7 @@ func (a *Auto) patterned(ts int64, x, m, sp, d, js float64, day *EWMA) bool {
 // baseline's spread is the cycle's, and a one-sample drop to what the
 // night usually has, at noon, hides within it. The usual value is the
 // nearer of the slice's mean and the level plus the slice's offset (as in
-// usualForHour), so that a shift the level has followed is no spike for
+// recordZ), so that a shift the level has followed is no spike for
 // days while the slices catch up. The spread sp is the caller's
 // (hourSpread, or countSpread on counts). Observe asks only once a whole
 // day has been seen, and uses the result only where sp is at most half
@@ -1148,24 +1174,29 @@ func countSpread(day *EWMA, loc float64) float64 {
 	return maxf(maxf(day.Std(), math.Sqrt(max(day.Mean(), 0.5))), scaleFloor(loc))
 }
 
-// usualForHour reports whether x, a record, lies where this time of day
-// usually is, once its slice (day, nil when DayBuckets is 0) has been
-// seen MinDayVisits times: within extremeMinZ of the slice's spread
-// (hourSpread) from the slice's mean, or
-// from the level plus the slice's usual offset from the level. The
-// slice's mean follows a trend DayHalfLife visits late; level plus offset
-// follows it as the level does, so a daily peak on a growing series is
-// judged against this day's peak hour, not one a few days old.
-func (a *Auto) usualForHour(ts int64, x, loc, scale float64, day *EWMA) bool {
+// recordZ is the surprise a record x is judged by (see extreme): its
+// distance from the level in robust spreads (levelZ) until the time of
+// day's slice (day, nil when DayBuckets is 0) has been seen MinDayVisits
+// times, and from then on its distance from where this time of day
+// usually is, in the slice's spreads (hourSpread): from the slice's
+// mean, or from the level plus the slice's usual offset from the level,
+// whichever is nearer. The slice's mean follows a trend DayHalfLife
+// visits late; level plus offset follows it as the level does, so a
+// daily peak on a growing series is judged against this day's peak hour,
+// not one a few days old. noiseZ is the same distance in the slice's own
+// spread, without hourSpread's floor of a quarter of the level's spread:
+// noise's reach is the hour's noise's, and against the floor a record
+// far beyond that noise would look like one within it.
+func (a *Auto) recordZ(ts int64, x, loc, scale, levelZ float64, day *EWMA) (z, noiseZ float64) {
 	if day == nil || day.Count() < a.minVisits {
-		return false
+		return levelZ, levelZ
 	}
 	// Counts keep the quarter-level floor here: a clean daily cycle's
 	// records are its peak hours' noise beating the record by a hair, two
 	// or three Poisson spreads out, and at the Poisson floor those alert
 	// (TestAutoHourSpike's plain cycle does).
-	near := extremeMinZ * hourSpread(day, loc, scale)
-	return math.Abs(x-day.Mean()) < near || math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean) < near
+	d := min(math.Abs(x-day.Mean()), math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean))
+	return d / hourSpread(day, loc, scale), d / maxf(day.Std(), scaleFloor(loc))
 }
 
 // sliceStep is the finest interval at which DayHalfLife and
@@ -1348,7 +1379,16 @@ const (
 	// after a calm spell, or at the level this hour usually has, is not
 	// news.
 	extremeMinZ = 1.5
-	dayMs       = 24 * 3600 * 1000
+	// recordBand is the normal band's half-width in spreads (the
+	// verdict's, 3): a record within it is the usual value's own, beyond
+	// it one that must pass noiseReach (see extreme).
+	recordBand = 3
+	// recordNoiseOdds is how often noise may reach a record's distance
+	// for the record to count: once in four histories as long. NAB loses
+	// a window at 0.15, and from 0.2 to 1 scores within 0.05 of this (see
+	// docs/detectors.md).
+	recordNoiseOdds = 0.25
+	dayMs           = 24 * 3600 * 1000
 	// offsetClip clips a time-of-day offset's deviations, in its spreads,
 	// as the level's Robust clips at 3.
 	offsetClip = 3
