@@ -271,11 +271,12 @@ type Auto struct {
 	stepLk    Likelihood // likelihood of step surprise
 	prof      dayProfile // the day's shape between slices; unused when DayBuckets is 0
 	prev      float64
-	prevTs    int64  // the previous sample's timestamp, for its time-of-day slice
-	first     int64  // timestamp of the first sample
-	spike     EWMA   // the spike path's baseline
-	crossings uint64 // spike-path crossings after the warm-up, once per excursion
-	jumps     uint64 // the spike path's alerting excursions that began as a jump within its bound (see Observe)
+	prevDev   float64 // prev's change from the sample before less the usual change, if unusual (see Observe), else 0
+	prevTs    int64   // the previous sample's timestamp, for its time-of-day slice
+	first     int64   // timestamp of the first sample
+	spike     EWMA    // the spike path's baseline
+	crossings uint64  // spike-path crossings after the warm-up, once per excursion
+	jumps     uint64  // the spike path's alerting excursions that began as a jump within its bound (see Observe)
 	// The spike path's baseline carried on by its own trend (see
 	// trendStep): its level, its slope per sample and the mean squared
 	// error of its predictions. trendAlpha, the share of an error the
@@ -492,7 +493,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			}
 		}
 		d := x - a.prev
-		dev := math.Abs(d - a.step.Loc())
+		e := d - a.step.Loc()
+		dev := math.Abs(e)
 		js := maxf(a.step.Scale(), scaleFloor(loc))
 		step := dev / js
 		change, changeSp = d, js
@@ -500,6 +502,27 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// JumpZ²·2·level); only then is its size worked out.
 		if c.JumpZ > 0 && c.SpikeZ > 0 && dev >= c.JumpZ*js {
 			jump = dev / a.jumpSpread(js, loc) * c.SpikeZ / c.JumpZ
+		}
+		// After an unusual change (stepBack of the changes' spreads or
+		// more; prevDev holds its deviation, else 0) the next change
+		// is measured from two samples back as well, where the series
+		// was before it, whichever is smaller: a one-sample excursion
+		// makes two changes, out and back, and the way back is no
+		// news. Counted as a second step, it doubled a lone outlier's
+		// evidence, and a 4 σ sample of white noise paged. The change
+		// from two samples back, less the usual two changes, is this
+		// change's deviation plus the previous one's. A change so
+		// measured is no unusual change itself, so a way back never
+		// opens another. Alerts on a month of clean 1-minute series
+		// (ten seeds each) fell from 33 to 27 on white noise, 88 to 72
+		// on a lognormal latency, 21 to 15 on a CPU share and 41 to 32
+		// on Poisson counts (TestAutoStepWayBack).
+		if a.prevDev != 0 {
+			step = minf(dev, math.Abs(e+a.prevDev)) / js
+		}
+		a.prevDev = 0
+		if step >= stepBack {
+			a.prevDev = e
 		}
 		avg := a.stepLk.average(minf(step, c.SurpriseCap))
 		zStep = a.stepLk.z(avg)
@@ -1388,7 +1411,13 @@ const (
 	// a window at 0.15, and from 0.2 to 1 scores within 0.05 of this (see
 	// docs/detectors.md).
 	recordNoiseOdds = 0.25
-	dayMs           = 24 * 3600 * 1000
+	// stepBack is how many of the changes' spreads a change lies out
+	// for the next to be measured as a way back too (see Observe): one
+	// change in twenty of Gaussian noise. NAB scores 73.77 at 1.5, 74.00
+	// here, and 73.37 (as without it) from 2.5 on, where clean series
+	// keep more of their pages (docs/detectors.md).
+	stepBack = 2
+	dayMs    = 24 * 3600 * 1000
 	// offsetClip clips a time-of-day offset's deviations, in its spreads,
 	// as the level's Robust clips at 3.
 	offsetClip = 3
@@ -1406,6 +1435,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	a.lik.encode(w)
 	a.step.encode(w)
 	a.stepLk.encode(w)
+	w.f64(a.prevDev)
 	w.f64(a.prev)
 	w.i64(a.prevTs)
 	w.f64(a.lo)
@@ -1460,6 +1490,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.lik.decode(r)
 	a.step.decode(r)
 	a.stepLk.decode(r)
+	a.prevDev = r.f64()
 	a.prev = r.f64()
 	a.prevTs = r.i64()
 	a.lo = r.f64()

@@ -164,13 +164,17 @@ func TestAutoExpectedAtHour(t *testing.T) {
 // sample three spreads up set a record. The rise paged 131 times, the
 // same noise without it 31. A record now has to lie further from the
 // level than the highest value did, and the rise pages about as often
-// as the noise alone (23 and 20 since records need more than noise's
-// reach, see TestAutoRecordsOnNoise; 23 and 29 before), while a sample
-// six spreads above the rise on day 10 still pages. On a positive series
-// the distance kept is a ratio, since noise that grows with the level is
-// the rule there (latencies, rates): a latency with 10 % lognormal noise
-// rising 10 % a day paged 73 times with the distance kept as a
-// difference, 48 as a ratio, 37 without the rise (now 41 and 29).
+// as the noise alone (18 and 15; 23 and 29 before records needed more
+// than noise's reach and the step likelihood dropped the way back from
+// an outlier), while a sample six spreads above the rise on day 10
+// still pages. On a positive series the distance kept is a ratio, since
+// noise that grows with the level is the rule there (latencies, rates):
+// a latency with 10 % lognormal noise rising 10 % a day pages 47 times
+// with the distance kept as a difference, 35 as a ratio, 24 without the
+// rise (73, 48 and 37 at first). The rise's excess over the noise alone
+// stayed at 11 to 12 as the noise's own pages fell, so the bound is
+// three quarters as many again as the noise alone: the difference fails
+// it.
 func TestAutoRecordsOnRise(t *testing.T) {
 	const perDay = 1440
 	cfg := DefaultAutoConfig()
@@ -202,15 +206,16 @@ func TestAutoRecordsOnRise(t *testing.T) {
 			return 100 * (1 + rise*float64(i)/perDay) * math.Exp(0.1*rng.NormFloat64())
 		}
 	}
-	// Half as many again as the noise alone leaves room for chance.
+	// Three quarters as many again as the noise alone leaves room for
+	// chance.
 	flat, _ := pages(gaussian(0), -1)
 	rise, _ := pages(gaussian(20), -1)
-	require.LessOrEqual(t, 2*rise, 3*flat, "pages on the rise (%d) and on the noise alone (%d)", rise, flat)
+	require.LessOrEqual(t, 4*rise, 7*flat, "pages on the rise (%d) and on the noise alone (%d)", rise, flat)
 	_, spiked := pages(gaussian(20), 10*perDay+600)
 	require.True(t, spiked, "the spike on the rise")
 	flat, _ = pages(lognormal(0), -1)
 	rise, _ = pages(lognormal(0.1), -1)
-	require.LessOrEqual(t, 2*rise, 3*flat, "pages on the lognormal rise (%d) and on its noise alone (%d)", rise, flat)
+	require.LessOrEqual(t, 4*rise, 7*flat, "pages on the lognormal rise (%d) and on its noise alone (%d)", rise, flat)
 }
 
 // TestAutoRecordsOnNoise: in independent samples the nth is a record with
