@@ -511,12 +511,14 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// news. Counted as a second step, it doubled a lone outlier's
 		// evidence, and a 4 σ sample of white noise paged. The change
 		// from two samples back, less the usual two changes, is this
-		// change's deviation plus the previous one's. A change so
-		// measured is no unusual change itself, so a way back never
-		// opens another. Alerts on a month of clean 1-minute series
-		// (ten seeds each) fell from 33 to 27 on white noise, 88 to 72
-		// on a lognormal latency, 21 to 15 on a CPU share and 41 to 32
-		// on Poisson counts (TestAutoStepWayBack).
+		// change's deviation plus the previous one's. A way back so
+		// measured is small and opens no way back of its own; a move
+		// that goes on is as large from two samples back, counts as
+		// before and may open one. Alerts on a month of clean 1-minute
+		// series (ten seeds each) fell from 33 to 27 on white noise, 88
+		// to 72 on a lognormal latency, 21 to 15 on a CPU share and 41
+		// to 32 on Poisson counts (docs/detectors.md, "A way back is no
+		// second step"; TestAutoStepWayBack).
 		if a.prevDev != 0 {
 			step = minf(dev, math.Abs(e+a.prevDev)) / js
 		}
