@@ -561,24 +561,18 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			extreme = a.extreme(ts, x, loc, scale, levelZ, day)
 			counts := a.recordsCount(ts)
 			if x > a.hi {
-				if !counts || a.hiEp {
-					a.locHi = loc
-				} else if a.lo > 0 && a.locHi > 0 {
-					a.locHi = min(loc, x*(a.locHi/a.hi))
-				} else {
-					a.locHi = min(loc, x-(a.hi-a.locHi))
+				at := loc
+				if counts && !a.hiEp {
+					at = min(loc, barLevel(x, a.hi, a.locHi, a.lo > 0 && a.locHi > 0))
 				}
-				a.hiEp = a.quiet > 0
+				a.locHi, a.hiEp = at, a.quiet > 0
 			}
 			if x < a.lo {
-				if !counts || a.loEp {
-					a.locLo = loc
-				} else if x > 0 && a.lo > 0 {
-					a.locLo = max(loc, x*(a.locLo/a.lo))
-				} else {
-					a.locLo = max(loc, x+(a.locLo-a.lo))
+				at := loc
+				if counts && !a.loEp {
+					at = max(loc, barLevel(x, a.lo, a.locLo, x > 0 && a.lo > 0))
 				}
-				a.loEp = a.quiet > 0
+				a.locLo, a.loEp = at, a.quiet > 0
 			}
 			a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 		}
@@ -998,6 +992,18 @@ func noiseReach(n uint64) float64 {
 	return NormalTailZ(recordNoiseOdds / float64(max(n, 1)))
 }
 
+// barLevel is the level a new highest (lowest) value x is measured from
+// when the level carried it past the old one (old, measured from
+// oldLevel): x keeps the old one's distance, as a ratio on a positive
+// series and as a difference elsewhere (see Observe). The caller bounds
+// it by the level itself.
+func barLevel(x, old, oldLevel float64, positive bool) float64 {
+	if positive {
+		return x * (oldLevel / old)
+	}
+	return x - (old - oldLevel)
+}
+
 // recordsCount reports whether new extremes count at ts: after
 // ExtremeAfter samples and, with DayBuckets on, a whole day (see
 // ExtremeAfter).
@@ -1166,8 +1172,8 @@ func (a *Auto) patterned(ts int64, x, m, sp, d, js float64, day *EWMA) bool {
 // of the hour (sp), for the spike path: on a strong daily cycle the short
 // baseline's spread is the cycle's, and a one-sample drop to what the
 // night usually has, at noon, hides within it. The usual value is the
-// nearer of the slice's mean and the level plus the slice's offset (as in
-// recordZ), so that a shift the level has followed is no spike for
+// nearer of the slice's mean and the level plus the slice's offset
+// (usualDistance, as for records), so that a shift the level has followed is no spike for
 // days while the slices catch up. The spread sp is the caller's
 // (hourSpread, or countSpread on counts). Observe asks only once a whole
 // day has been seen, and uses the result only where sp is at most half
@@ -1176,8 +1182,16 @@ func (a *Auto) patterned(ts int64, x, m, sp, d, js float64, day *EWMA) bool {
 // well, and a slice's spread from a few visits is the noisier of the
 // two.
 func (a *Auto) hourSpike(ts int64, x, loc, sp float64, day *EWMA) (z float64) {
-	d := min(math.Abs(x-day.Mean()), math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean))
-	return d / sp
+	return a.usualDistance(ts, x, loc, day) / sp
+}
+
+// usualDistance is x's distance from where this time of day usually is:
+// from the slice's mean (day) or from the level plus the slice's usual
+// offset from the level, whichever is nearer. The slice's mean follows a
+// trend DayHalfLife visits late; level plus offset follows it as the
+// level does.
+func (a *Auto) usualDistance(ts int64, x, loc float64, day *EWMA) float64 {
+	return min(math.Abs(x-day.Mean()), math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean))
 }
 
 // hourSpread is the spread by which a time-of-day slice (day) judges a
@@ -1204,12 +1218,9 @@ func countSpread(day *EWMA, loc float64) float64 {
 // distance from the level in robust spreads (levelZ) until the time of
 // day's slice (day, nil when DayBuckets is 0) has been seen MinDayVisits
 // times, and from then on its distance from where this time of day
-// usually is, in the slice's spreads (hourSpread): from the slice's
-// mean, or from the level plus the slice's usual offset from the level,
-// whichever is nearer. The slice's mean follows a trend DayHalfLife
-// visits late; level plus offset follows it as the level does, so a
-// daily peak on a growing series is judged against this day's peak hour,
-// not one a few days old. noiseZ is the same distance in the slice's own
+// usually is (usualDistance), in the slice's spreads (hourSpread), so
+// that a daily peak on a growing series is judged against this day's
+// peak hour, not one a few days old. noiseZ is the same distance in the slice's own
 // spread, without hourSpread's floor of a quarter of the level's spread:
 // noise's reach is the hour's noise's, and against the floor a record
 // far beyond that noise would look like one within it.
@@ -1221,7 +1232,7 @@ func (a *Auto) recordZ(ts int64, x, loc, scale, levelZ float64, day *EWMA) (z, n
 	// records are its peak hours' noise beating the record by a hair, two
 	// or three Poisson spreads out, and at the Poisson floor those alert
 	// (TestAutoHourSpike's plain cycle does).
-	d := min(math.Abs(x-day.Mean()), math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean))
+	d := a.usualDistance(ts, x, loc, day)
 	return d / hourSpread(day, loc, scale), d / maxf(day.Std(), scaleFloor(loc))
 }
 
