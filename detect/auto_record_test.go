@@ -231,14 +231,7 @@ func TestAutoRecordsOnNoise(t *testing.T) {
 	cfg := DefaultAutoConfig()
 	off := cfg
 	off.ExtremeTolerance = -1 // no records
-	for _, kind := range []struct {
-		name string
-		draw func(rng *rand.Rand) float64
-	}{
-		{"gaussian", func(rng *rand.Rand) float64 { return 100 + rng.NormFloat64() }},
-		{"poisson", func(rng *rand.Rand) float64 { return poissonCount(rng, 20) }},
-		{"lognormal", func(rng *rand.Rand) float64 { return 100 * math.Exp(0.1*rng.NormFloat64()) }},
-	} {
+	for _, kind := range plainNoises {
 		records := 0
 		for seed := range uint64(20) {
 			rng := rand.New(rand.NewPCG(seed, 11))
@@ -264,6 +257,17 @@ func TestAutoRecordsOnNoise(t *testing.T) {
 	xs[k] = 100 + 4.6 // beyond noise's reach (3.9 here), within the spike path's 5
 	require.Equal(t, 1, pagesAt(cfg, xs, 60_000, k, k), "a record beyond noise's reach")
 	require.Zero(t, pagesAt(off, xs, 60_000, k, k), "and it pages as a record")
+}
+
+// plainNoises are stationary noises a new deployment sees: Gaussian
+// noise, Poisson counts of 20 and a latency with 10 % lognormal noise.
+var plainNoises = []struct {
+	name string
+	draw func(rng *rand.Rand) float64
+}{
+	{"gaussian", func(rng *rand.Rand) float64 { return 100 + rng.NormFloat64() }},
+	{"poisson", func(rng *rand.Rand) float64 { return poissonCount(rng, 20) }},
+	{"lognormal", func(rng *rand.Rand) float64 { return 100 * math.Exp(0.1*rng.NormFloat64()) }},
 }
 
 // poissonCount draws a Poisson count with mean lambda (Knuth's method,

@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -21,16 +20,12 @@ func TestAutoStepWayBack(t *testing.T) {
 	cfg := DefaultAutoConfig()
 	cfg.ExtremeTolerance = -1
 	alerts := 0
-	for _, draw := range []func(*rand.Rand) float64{
-		func(rng *rand.Rand) float64 { return 100 + rng.NormFloat64() },
-		func(rng *rand.Rand) float64 { return poissonCount(rng, 20) },
-		func(rng *rand.Rand) float64 { return 100 * math.Exp(0.1*rng.NormFloat64()) },
-	} {
+	for _, kind := range plainNoises {
 		for seed := range uint64(20) {
 			rng := rand.New(rand.NewPCG(seed, 13))
 			d := NewAuto(cfg)
 			for i := range 14 * 1440 {
-				v := d.Observe(int64(i)*60_000, draw(rng))
+				v := d.Observe(int64(i)*60_000, kind.draw(rng))
 				if v.Score >= cfg.Threshold && d.quiet == cfg.Quiet { // an alert starts
 					alerts++
 				}
