@@ -561,18 +561,24 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			extreme = a.extreme(ts, x, loc, scale, levelZ, day)
 			counts := a.recordsCount(ts)
 			if x > a.hi {
-				at := loc
-				if counts && !a.hiEp {
-					at = min(loc, barLevel(x, a.hi, a.locHi, a.lo > 0 && a.locHi > 0))
+				if !counts || a.hiEp {
+					a.locHi = loc
+				} else if a.lo > 0 && a.locHi > 0 {
+					a.locHi = min(loc, x*(a.locHi/a.hi))
+				} else {
+					a.locHi = min(loc, x-(a.hi-a.locHi))
 				}
-				a.locHi, a.hiEp = at, a.quiet > 0
+				a.hiEp = a.quiet > 0
 			}
 			if x < a.lo {
-				at := loc
-				if counts && !a.loEp {
-					at = max(loc, barLevel(x, a.lo, a.locLo, x > 0 && a.lo > 0))
+				if !counts || a.loEp {
+					a.locLo = loc
+				} else if x > 0 && a.lo > 0 {
+					a.locLo = max(loc, x*(a.locLo/a.lo))
+				} else {
+					a.locLo = max(loc, x+(a.locLo-a.lo))
 				}
-				a.locLo, a.loEp = at, a.quiet > 0
+				a.loEp = a.quiet > 0
 			}
 			a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 		}
@@ -990,18 +996,6 @@ func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float
 // after two weeks of hourly ones.
 func noiseReach(n uint64) float64 {
 	return NormalTailZ(recordNoiseOdds / float64(max(n, 1)))
-}
-
-// barLevel is the level a new highest (lowest) value x is measured from
-// when the level carried it past the old one (old, measured from
-// oldLevel): x keeps the old one's distance, as a ratio on a positive
-// series and as a difference elsewhere (see Observe). The caller bounds
-// it by the level itself.
-func barLevel(x, old, oldLevel float64, positive bool) float64 {
-	if positive {
-		return x * (oldLevel / old)
-	}
-	return x - (old - oldLevel)
 }
 
 // recordsCount reports whether new extremes count at ts: after
