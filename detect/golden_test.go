@@ -26,8 +26,8 @@ import (
 var goldenChecksums = map[string]uint64{
 	"auto/no_day":                   0xeef0dbf040061b5b,
 	"auto/no_day/snapshot":          0x1962802a5d56ad1,
-	"auto/odd":                      0x44d7b8f798537594,
-	"auto/odd/snapshot":             0xa701b88f2119943,
+	"auto/odd":                      0xb31431b9ca37de6f,
+	"auto/odd/snapshot":             0x3f94c1148a466155,
 	"blocks/ewma_robust_likelihood": 0x7611ffb929651c7a,
 	"blocks/seasonal":               0xc1bb10dddc69ae6f,
 	"blocks/tails":                  0xa5aeaa562c0ab43b,
