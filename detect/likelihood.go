@@ -52,7 +52,18 @@ type Likelihood struct {
 	// minStd floors the long-run standard deviation so that a long quiet
 	// stretch does not make the smallest blip look impossible.
 	minStd float64
-	minVar float64 // minStd², derived; not part of snapshots
+	minVar float64 // derived by varFloor; not part of snapshots
+}
+
+// varFloor is minStd², the floor z takes for the long-run variance, but
+// +Inf for a NaN minStd (which only a corrupt snapshot carries): with it z
+// floors the variance in one comparison and still judges nothing, as
+// the NaN that the builtin max would give it does.
+func varFloor(minStd float64) float64 {
+	if minStd != minStd {
+		return math.Inf(1)
+	}
+	return minStd * minStd
 }
 
 // NewLikelihood returns a likelihood layer averaging raw values over about
@@ -63,7 +74,7 @@ func NewLikelihood(shortHalfLife, longHalfLife, minStd float64) Likelihood {
 		short:  NewEWMA(AlphaForHalfLife(shortHalfLife)),
 		long:   NewEWMA(AlphaForHalfLife(longHalfLife)),
 		minStd: minStd,
-		minVar: minStd * minStd,
+		minVar: varFloor(minStd),
 	}
 }
 
@@ -109,9 +120,9 @@ func (l *Likelihood) z(avg float64) float64 {
 	// z = d/max(std, minStd) > 1, compared in squares so that the
 	// square root is taken only in the tail.
 	d, v := avg-l.long.mean, l.long.vr
-	// max(v, minStd²) exactly as the builtin computes it (NaN wins, +0
-	// over -0) in fewer instructions.
-	if m := l.minVar; v <= m || m != m {
+	// max(v, minStd²) as the builtin computes it (a NaN v stays, +0
+	// over -0); see varFloor for a NaN minStd.
+	if m := l.minVar; v <= m {
 		v = m
 	}
 	// d > 0 and d² > v in one comparison (v is never negative), taken
@@ -136,5 +147,5 @@ func (l *Likelihood) decode(r *decoder) {
 	l.short.decode(r)
 	l.long.decode(r)
 	l.minStd = r.f64()
-	l.minVar = l.minStd * l.minStd
+	l.minVar = varFloor(l.minStd)
 }
