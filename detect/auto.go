@@ -814,15 +814,17 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// A likelihood that scores below the excursion's peak is no new
 		// peak and reports 0 (see belowThreshold); only its side of half
 		// the peak counts, which z tells without the tail probability
-		// except within the bounds' margin. belowThreshold is given a
-		// stand-in on the same side: 0 below half, half itself above.
-		s := 0.0
-		if z > a.halfHi {
-			s = a.runPeak / 2
-		} else if z >= a.halfLo {
-			s = scoreZ(z, 0, 0)
+		// except within the bounds' margin. At or above half the peak
+		// the calm ends; below it the sample counts towards it as a
+		// score of 0 would (calmSample; runPeak > 0 where peakZ is).
+		switch {
+		case z > a.halfHi:
+			a.runCalm = 0
+		case z >= a.halfLo:
+			a.belowThreshold(scoreZ(z, 0, 0))
+		default:
+			a.calmSample()
 		}
-		a.belowThreshold(s)
 	default:
 		score = maxf(extreme, spike)
 		if z > 0 {
@@ -836,7 +838,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		} else if score > 0 {
 			score = a.belowThreshold(score)
 		} else if a.runPeak > 0 {
-			a.belowThreshold(0)
+			a.calmSample()
 		}
 	}
 	dir, lower, upper := direction(x, exp), exp-half, exp+half
@@ -870,6 +872,18 @@ func (a *Auto) belowThreshold(score float64) float64 {
 		a.runCalm = 0
 	}
 	return out
+}
+
+// calmSample is belowThreshold(0) where there is a peak (runPeak > 0):
+// the sample only counts towards the excursion's calm. It is small
+// enough to be inlined, so that most samples below the threshold make
+// no call.
+func (a *Auto) calmSample() {
+	a.runCalm++
+	if a.runCalm >= max(a.cfg.Calm, 1) {
+		a.setRunPeak(0)
+		a.runCalm = 0
+	}
 }
 
 // setRunPeak sets runPeak and the likelihood z's that bound its score
