@@ -429,10 +429,12 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// level's, or this hour's (see below).
 	exp, half := now, 3*scale
 	var day *EWMA     // this time of day's baseline; nil when DayBuckets is 0
+	slot := 0         // its index, a.day.Bucket(ts), looked up once
 	profZ := 0.0      // x's distance from the day's profile in its spreads where it judges and that is SpikeZ or more, else 0
 	profBand := false // whether the day's profile judges x (its band is then the verdict's)
 	if c.DayBuckets > 0 {
-		day = a.day.At(ts)
+		slot = a.day.Bucket(ts)
+		day = &a.day.buckets[slot]
 	}
 	if a.n == 1 {
 		a.lo, a.hi = x, x
@@ -614,7 +616,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		a.dep.open = false
 	}
 	if day != nil {
-		zp, pexp, psp := a.prof.observe(&a.day, a.day.Bucket(ts), ts, x, scale, c.SurpriseCap, uint64(c.WarmUp))
+		zp, pexp, psp := a.prof.observe(&a.day, slot, ts, x, scale, c.SurpriseCap, uint64(c.WarmUp))
 		z = maxf(z, zp)
 		// Where the profile judges, it explains most of the variance,
 		// and its prediction and spread are the verdict's.
@@ -767,7 +769,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		day.Update(x)
 		// offset.update, written out for a steady slice (past its equal
 		// weights and MinDayVisits) and a deviation within the clip.
-		o := &a.offset[a.day.Bucket(ts)]
+		o := &a.offset[slot]
 		if e := x - loc - o.mean; day.n >= a.offsetSteady && e*e <= offsetClip*offsetClip*o.vr {
 			o.mean += day.alpha * e
 			o.vr = day.beta * (o.vr + e*day.alpha*e)
