@@ -214,8 +214,15 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 		// it, so that one sample does not skew the slice's mean for
 		// weeks; a changed shape lies within that, and the offset
 		// follows a lasting shift.
+		// min(max(x, lo), hi) in two comparisons, without the
+		// builtins' work for signed zeros (the sum is the same); a NaN
+		// bound gives NaN as with them, since lim is never -Inf.
 		lim := profileClip * scale
-		x = min(max(x, pred+loc-lim), pred+loc+lim)
+		if lo := pred + loc - lim; !(x >= lo) {
+			x = lo
+		} else if hi := pred + loc + lim; !(x <= hi) {
+			x = hi
+		}
 	}
 	// The visit's sum; a sample in the slice's span of another day
 	// closes the last visit.
