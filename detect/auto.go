@@ -552,52 +552,6 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		} else {
 			a.step.Update(d)
 		}
-		// Only a record can be a new extreme; most samples are none and
-		// skip the rest.
-		//
-		// A value beyond the highest (or lowest) sets it. Where the
-		// level carried it there, as an ordinary sample on a rising
-		// series, it lies no further from the level than the old one
-		// did, and the bar keeps the old one's distance. Reset to the
-		// sample's own, every sample a little above the level set the
-		// bar again, and the next few-sigma noise beat it: a rise of
-		// 2 % a day with 1 % noise paged 131 times in 140 series-days,
-		// against 31 for the noise alone, and now about as often as
-		// the noise alone (see TestAutoRecordsOnRise). On a positive
-		// series the distance kept is a ratio (x/locHi as hi/locHi
-		// was): there noise grows with the level (latencies, rates),
-		// and a difference kept from a lower level is too low a bar at
-		// a higher one. The bar is reset to the sample's distance, as
-		// before, while records do not count yet (the level is not
-		// settled), and where the old value was set within an episode:
-		// its distance was measured from a level lagging the
-		// incident's step, and is no bar for the next incident
-		// (hourly_shifts).
-		if x > a.hi || x < a.lo {
-			extreme = a.extreme(ts, x, loc, scale, levelZ, day)
-			counts := a.recordsCount(ts)
-			if x > a.hi {
-				if !counts || a.hiEp {
-					a.locHi = loc
-				} else if a.lo > 0 && a.locHi > 0 {
-					a.locHi = min(loc, x*(a.locHi/a.hi))
-				} else {
-					a.locHi = min(loc, x-(a.hi-a.locHi))
-				}
-				a.hiEp = a.quiet > 0
-			}
-			if x < a.lo {
-				if !counts || a.loEp {
-					a.locLo = loc
-				} else if x > 0 && a.lo > 0 {
-					a.locLo = max(loc, x*(a.locLo/a.lo))
-				} else {
-					a.locLo = max(loc, x+(a.locLo-a.lo))
-				}
-				a.loEp = a.quiet > 0
-			}
-			a.lo, a.hi = min(a.lo, x), max(a.hi, x)
-		}
 	}
 	// The least likely of the three likelihoods: the largest z. Its tail
 	// probability (NormalTail(z) for z > 0, 1 otherwise) is worked out
@@ -752,6 +706,59 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		}
 	} else if a.sch.open {
 		a.sch.open = false
+	}
+	// Only a record can be a new extreme; most samples are none and
+	// skip the rest. Records are judged here, after the spike path and
+	// before the level and the slices learn x: the call to extreme
+	// costs the samples that skip it register moves and spills, fewer
+	// where fewer values are live.
+	//
+	// A value beyond the highest (or lowest) sets it. Where the
+	// level carried it there, as an ordinary sample on a rising
+	// series, it lies no further from the level than the old one
+	// did, and the bar keeps the old one's distance. Reset to the
+	// sample's own, every sample a little above the level set the
+	// bar again, and the next few-sigma noise beat it: a rise of
+	// 2 % a day with 1 % noise paged 131 times in 140 series-days,
+	// against 31 for the noise alone, and now about as often as
+	// the noise alone (see TestAutoRecordsOnRise). On a positive
+	// series the distance kept is a ratio (x/locHi as hi/locHi
+	// was): there noise grows with the level (latencies, rates),
+	// and a difference kept from a lower level is too low a bar at
+	// a higher one. The bar is reset to the sample's distance, as
+	// before, while records do not count yet (the level is not
+	// settled), and where the old value was set within an episode:
+	// its distance was measured from a level lagging the
+	// incident's step, and is no bar for the next incident
+	// (hourly_shifts).
+	if x > a.hi || x < a.lo {
+		// The trend-carried level and the scale as at the start (the
+		// level has not learnt x yet), worked out again rather than
+		// kept in registers all the way here.
+		now, scale := loc+a.lag*a.slope, maxf(a.level.Scale(), scaleFloor(loc))
+		extreme = a.extreme(ts, x, loc, scale, math.Abs(x-now)/scale, day)
+		counts := a.recordsCount(ts)
+		if x > a.hi {
+			if !counts || a.hiEp {
+				a.locHi = loc
+			} else if a.lo > 0 && a.locHi > 0 {
+				a.locHi = min(loc, x*(a.locHi/a.hi))
+			} else {
+				a.locHi = min(loc, x-(a.hi-a.locHi))
+			}
+			a.hiEp = a.quiet > 0
+		}
+		if x < a.lo {
+			if !counts || a.loEp {
+				a.locLo = loc
+			} else if x > 0 && a.lo > 0 {
+				a.locLo = max(loc, x*(a.locLo/a.lo))
+			} else {
+				a.locLo = max(loc, x+(a.locLo-a.lo))
+			}
+			a.loEp = a.quiet > 0
+		}
+		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 	}
 	a.prev, a.prevTs = x, ts
 	if a.level.steady() {
