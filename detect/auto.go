@@ -515,8 +515,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		step := dev / js
 		change, changeSp = d, js
 		// A jump needs dev ≥ JumpZ·js (and, on whole numbers, dev² ≥
-		// JumpZ²·2·level); only then is its size worked out.
-		if c.JumpZ > 0 && c.SpikeZ > 0 && dev >= c.JumpZ*js {
+		// JumpZ²·2·level); only then is its size worked out. The rarely
+		// true comparison comes first.
+		if dev >= c.JumpZ*js && c.JumpZ > 0 && c.SpikeZ > 0 {
 			jump = dev / a.jumpSpread(js, loc) * c.SpikeZ / c.JumpZ
 		}
 		// After an unusual change (stepBack of the changes' spreads or
