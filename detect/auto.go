@@ -412,7 +412,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.fitInterval()
 		}
 	}
-	a.fraction = a.fraction || x != math.Trunc(x)
+	if !a.fraction && x != math.Trunc(x) { // no store once set
+		a.fraction = true
+	}
 	loc := a.level.Loc()
 	now := loc + a.lag*a.slope // where the trend puts the level now
 	scale := maxf(a.level.Scale(), scaleFloor(loc))
