@@ -822,20 +822,24 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if c.Calm > 0 && a.calm >= c.Calm {
 			a.quiet = 0
 		}
-	case z > 0 && z < a.peakZ && extreme == 0 && spike == 0:
+	case z < a.peakZ && extreme == 0 && spike == 0:
 		// A likelihood that scores below the excursion's peak is no new
 		// peak and reports 0 (see belowThreshold); only its side of half
 		// the peak counts, which z tells without the tail probability
-		// except within the bounds' margin. At or above half the peak
-		// the calm ends; below it the sample counts towards it as a
-		// score of 0 would (calmSample; runPeak > 0 where peakZ is).
+		// except within the bounds' margin. Below half the peak, or with
+		// no likelihood in the tail (z = 0, where peakZ > 0), the sample
+		// counts towards the calm as a score of 0 would (calmSample;
+		// runPeak > 0 where peakZ is not 0); at or above it the calm
+		// ends. The calm samples of an excursion take this case whether
+		// or not a likelihood is in the tail, which the CPU cannot
+		// predict.
 		switch {
+		case z < a.halfLo || z == 0:
+			a.calmSample()
 		case z > a.halfHi:
 			a.runCalm = 0
-		case z >= a.halfLo:
-			a.belowThreshold(scoreZ(z, 0, 0))
 		default:
-			a.calmSample()
+			a.belowThreshold(scoreZ(z, 0, 0))
 		}
 	default:
 		score = maxf(extreme, spike)
