@@ -776,7 +776,12 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		}
 	}
 	if day != nil {
-		day.Update(x)
+		// EWMA.Update, in place once steady (see EWMA.learn).
+		if day.steady() {
+			day.learn(x)
+		} else {
+			day.Update(x)
+		}
 		// offset.update, written out for a steady slice (past its equal
 		// weights and MinDayVisits) and a deviation within the clip.
 		o := &a.offset[slot]

@@ -82,6 +82,23 @@ func (e *EWMA) Update(x float64) {
 	e.vr = b * (e.vr + d*incr)
 }
 
+// steady reports whether the next update weighs by alpha, past the
+// first sample and the equal weights (see startUntil), so that learn
+// applies.
+func (e *EWMA) steady() bool { return e.n+1 >= e.startUntil }
+
+// learn is Update for a steady EWMA (see steady). Where it measured
+// fewer instructions, Auto and its profile run it in place once steady
+// (as Robust's learn): Update's start, though not taken, costs register
+// moves where it joins the steady path.
+func (e *EWMA) learn(x float64) {
+	e.n++
+	d := x - e.mean
+	incr := e.alpha * d
+	e.mean += incr
+	e.vr = e.beta * (e.vr + d*incr)
+}
+
 // UpdateMean is Update for an EWMA whose variance is never read: it
 // moves the mean exactly as Update does and leaves Var as it was.
 func (e *EWMA) UpdateMean(x float64) {

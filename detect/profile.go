@@ -184,7 +184,12 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 			if sl.days > profileKnown && sl.n >= p.minErrs && p.lik.long.n >= warmUp && 2*g <= scale {
 				z, exp, sp = p.lik.z(avg), pred+loc, math.Sqrt(spread2)
 			}
-			p.lik.long.Update(avg)
+			// EWMA.Update, in place once steady (see EWMA.learn).
+			if p.lik.long.steady() {
+				p.lik.long.learn(avg)
+			} else {
+				p.lik.long.Update(avg)
+			}
 			// The errors, clipped once the slice judges (an incident
 			// is not the profile's error) at 3 of the spread, and
 			// before at 3 of the level's, so that one wild sample on
