@@ -547,7 +547,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.prevDev = e
 		}
 		avg := a.stepLk.average(minf(step, c.SurpriseCap))
-		zStep = a.stepLk.z(avg)
+		if a.stepLk.long.n > 0 {
+			zStep = a.stepLk.z(avg)
+		}
 		a.stepLk.long.Update(avg)
 		// Robust.Update, in place once steady (see Robust.update).
 		if a.step.steady() {
@@ -560,6 +562,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// probability (NormalTail(z) for z > 0, 1 otherwise) is worked out
 	// below, where the state says what it is needed for.
 	avg := a.lik.average(surprise)
+	// Likelihood.z without a check of the long run's count: before the
+	// long run has one, on the first sample, surprise and so avg are 0.
 	z := a.lik.z(avg)
 	a.lik.long.Update(avg)
 	z = maxf(maxf(z, zDay), zStep)

@@ -97,7 +97,10 @@ func (l *Likelihood) Update(raw float64) float64 {
 // for one NormalTail instead of one per likelihood.
 func (l *Likelihood) UpdateZ(raw float64) float64 {
 	avg := l.average(raw)
-	z := l.z(avg)
+	z := 0.0
+	if l.long.n > 0 {
+		z = l.z(avg)
+	}
 	l.long.Update(avg)
 	return z
 }
@@ -105,33 +108,38 @@ func (l *Likelihood) UpdateZ(raw float64) float64 {
 // UpdateZ is split in three steps, each small enough to be inlined, so that
 // a detector updating several likelihoods per sample (Auto) can do so in
 // one call: average adds raw to the recent average and returns it, z
-// judges it against the long-run distribution, and l.long.Update(avg) then
-// learns it.
+// judges it against the long-run distribution (once there is one, with
+// l.long.n > 0), and l.long.Update(avg) then learns it.
 
 func (l *Likelihood) average(raw float64) float64 {
 	l.short.UpdateMean(raw) // only its mean is read
 	return l.short.mean
 }
 
+// z is UpdateZ's judgement of avg. It needs a long run to judge
+// against, and its callers ask only once l.long.n > 0 (Auto's after
+// WarmUp averages, or where avg is 0, which z judges 0 regardless).
 func (l *Likelihood) z(avg float64) float64 {
 	// Within one standard deviation above the long-run mean (or below it)
 	// nothing is unusual; reporting 0 there instead of a z below 1 lets
 	// most samples skip the tail probability altogether.
-	// z = d/max(std, minStd) > 1, compared in squares so that the
-	// square root is taken only in the tail.
+	// z = d/max(std, minStd) > 1, compared in squares.
 	d, v := avg-l.long.mean, l.long.vr
 	// max(v, minStd²) as the builtin computes it (a NaN v stays, +0
 	// over -0); see varFloor for a NaN minStd.
 	if m := l.minVar; v <= m {
 		v = m
 	}
-	// d > 0 and d² > v in one comparison (v is never negative), taken
-	// on the few samples in the tail: the sign of d alone is a coin
-	// toss on noise, which the CPU cannot predict.
-	if d*math.Abs(d) > v && l.long.n > 0 {
-		return d / math.Sqrt(v)
+	// d > 0 and d² > v in one comparison (v is never negative). Whether
+	// a sample is in the tail is a coin toss to the CPU, a few times per
+	// sample in Auto, so z is worked out on every sample and kept or
+	// zeroed by a mask that the comparison sets with a conditional move,
+	// not a branch.
+	keep := uint64(0)
+	if d*math.Abs(d) > v {
+		keep = math.MaxUint64
 	}
-	return 0
+	return math.Float64frombits(math.Float64bits(d/math.Sqrt(v)) & keep)
 }
 
 // Count is the number of raw values seen.
