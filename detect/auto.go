@@ -566,7 +566,10 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// long run has one, on the first sample, surprise and so avg are 0.
 	z := a.lik.z(avg)
 	a.lik.long.Update(avg)
-	z = maxf(maxf(z, zDay), zStep)
+	// The builtin max has no branch: which likelihood's z is the largest
+	// is a coin toss to the CPU. For z-values (+0 or above 1, never NaN)
+	// it gives what maxf would.
+	z = max(z, zDay, zStep)
 	// On a metric that sits on one value, a departure is judged by how
 	// often departures as large have come (see departures).
 	if z >= a.depZ {
