@@ -550,7 +550,12 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if a.stepLk.long.n > 0 {
 			zStep = a.stepLk.z(avg)
 		}
-		a.stepLk.long.Update(avg)
+		// EWMA.Update, in place once steady (see EWMA.learn).
+		if a.stepLk.long.steady() {
+			a.stepLk.long.learn(avg)
+		} else {
+			a.stepLk.long.Update(avg)
+		}
 		// Robust.Update, in place once steady (see Robust.update).
 		if a.step.steady() {
 			a.step.learn(a.step.clipped(d))
@@ -605,6 +610,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// hundreds more and hid the next burst within the bound.
 		if e := x - m; e*e > spikeClip*spikeClip*v && n >= uint64(c.WarmUp) {
 			a.spike.Update(m + math.Copysign(spikeClip*math.Sqrt(v), e))
+		} else if a.spike.steady() { // EWMA.Update in place (see EWMA.learn)
+			a.spike.learn(x)
 		} else {
 			a.spike.Update(x)
 		}
