@@ -99,6 +99,12 @@ func (e *EWMA) learn(x float64) {
 	e.vr = e.beta * (e.vr + d*incr)
 }
 
+// learnMean is UpdateMean for a steady EWMA (see steady).
+func (e *EWMA) learnMean(x float64) {
+	e.n++
+	e.mean += e.alpha * (x - e.mean)
+}
+
 // UpdateMean is Update for an EWMA whose variance is never read: it
 // moves the mean exactly as Update does and leaves Var as it was.
 func (e *EWMA) UpdateMean(x float64) {

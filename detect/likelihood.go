@@ -112,7 +112,12 @@ func (l *Likelihood) UpdateZ(raw float64) float64 {
 // l.long.n > 0), and l.long.Update(avg) then learns it.
 
 func (l *Likelihood) average(raw float64) float64 {
-	l.short.UpdateMean(raw) // only its mean is read
+	// EWMA.UpdateMean (only its mean is read), in place once steady.
+	if l.short.steady() {
+		l.short.learnMean(raw)
+	} else {
+		l.short.UpdateMean(raw)
+	}
 	return l.short.mean
 }
 
