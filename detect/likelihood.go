@@ -122,8 +122,8 @@ func (l *Likelihood) average(raw float64) float64 {
 }
 
 // z is UpdateZ's judgement of avg. It needs a long run to judge
-// against, and its callers ask only once l.long.n > 0 (Auto's after
-// WarmUp averages, or where avg is 0, which z judges 0 regardless).
+// against: its callers ask once l.long.n > 0, or where avg is 0, which
+// z judges 0 regardless (Auto's level likelihood on its first sample).
 func (l *Likelihood) z(avg float64) float64 {
 	// Within one standard deviation above the long-run mean (or below it)
 	// nothing is unusual; reporting 0 there instead of a z below 1 lets
@@ -136,8 +136,8 @@ func (l *Likelihood) z(avg float64) float64 {
 		v = m
 	}
 	// d > 0 and d² > v in one comparison (v is never negative). Whether
-	// a sample is in the tail is a coin toss to the CPU, a few times per
-	// sample in Auto, so z is worked out on every sample and kept or
+	// a sample is in the tail is a coin toss to the CPU, several times
+	// per sample in Auto, so z is worked out on every sample and kept or
 	// zeroed by a mask that the comparison sets with a conditional move,
 	// not a branch.
 	keep := uint64(0)
