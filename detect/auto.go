@@ -665,6 +665,16 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			if spike > 0 && profZ == 0 && a.patterned(ts, x, flatM, daySp, change, js, day) {
 				spike = 0
 			}
+			// Nor is a value the profile expects, within 2 of its
+			// spreads of its prediction (half is 3 of them here), however
+			// far it lies from the short baseline: the day's usual step
+			// back after a day without it (the hour's slices, widened by
+			// that day, no longer call the step usual), or a restart the
+			// profile has learnt. A value inside the verdict's band that
+			// paged would be explained as normal.
+			if spike > 0 && profBand && 9*(x-exp)*(x-exp) <= 4*half*half {
+				spike = 0
+			}
 			// A jump within the bound that would alert is counted once
 			// per excursion, and where such jumps have come more often
 			// than crossings may (SpikeRate, one earlier allowed), it is

@@ -228,3 +228,40 @@ func TestAutoDailySteps(t *testing.T) {
 		require.Less(t, maxScoreAt(cfg, xs, step, outage+cfg.Quiet, len(xs)-1), cfg.Threshold, "seed %d: the steps after it", seed)
 	}
 }
+
+// TestAutoStepBackAfterBrokenDay: a service at 20 by night and 70 from
+// 09:00 to 23:00 (5-minute samples, noise 2) has a day without its
+// morning step (day 6), which pages. On the next morning the step comes
+// back. The hour's slices, widened by the broken day, no longer call it
+// usual, but the day's profile predicts it: within 2 of its spreads, a
+// value the profile expects is no spike, and the step back does not
+// page. Before, it paged on the next morning of most seeds (NAB's
+// art_daily_nojump and art_daily_flatmiddle page there too). A surge
+// to 110 at 14:00 on day 8 still pages.
+func TestAutoStepBackAfterBrokenDay(t *testing.T) {
+	const step, perDay = 300_000, 288
+	cfg := DefaultAutoConfig()
+	broken, back, surge := 6*perDay, 7*perDay+9*12, 8*perDay+14*12
+	pagedBack := 0
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		xs := make([]float64, 10*perDay)
+		for i := range xs {
+			mean := 20.0
+			if h := i % perDay / 12; h >= 9 && h < 23 && (i < broken || i >= broken+perDay) {
+				mean = 70
+			}
+			if i == surge {
+				mean = 110
+			}
+			xs[i] = mean + 2*rng.NormFloat64()
+		}
+		require.GreaterOrEqual(t, maxScoreAt(cfg, xs, step, broken, broken+perDay-1), cfg.Threshold, "seed %d: the broken day", seed)
+		if maxScoreAt(cfg, xs, step, back-12, back+12) >= cfg.Threshold {
+			pagedBack++
+			t.Logf("seed %d: the step back paged", seed)
+		}
+		require.GreaterOrEqual(t, maxScoreAt(cfg, xs, step, surge, surge), cfg.Threshold, "seed %d: the surge", seed)
+	}
+	require.Zero(t, pagedBack, "mornings after the broken day that paged, of 10")
+}
