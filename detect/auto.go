@@ -571,6 +571,22 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// long run has one, on the first sample, surprise and so avg are 0.
 	z := a.lik.z(avg)
 	a.lik.long.Update(avg)
+	zp := 0.0 // the day's profile's z, where it judges
+	if day != nil {
+		var pexp, psp float64
+		zp, pexp, psp = a.prof.observe(&a.day, slot, ts, x, scale, c.SurpriseCap, uint64(c.WarmUp))
+		// Where the profile judges, it explains most of the variance,
+		// and its prediction and spread are the verdict's. Its
+		// likelihood then takes the place of the level's, whose surprise
+		// there is mostly the day's swing.
+		if psp > 0 {
+			exp, half, profBand = pexp, 3*psp, true
+			if e := x - pexp; e*e >= a.spikeZ2*psp*psp { // rare: no division on most samples
+				profZ = math.Abs(e) / psp
+			}
+			z = 0
+		}
+	}
 	// Which likelihood's z is the largest is a coin toss to the CPU:
 	// maxZ has no branch.
 	z = maxZ(maxZ(z, zDay), zStep)
@@ -583,18 +599,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	} else if a.dep.open {
 		a.dep.open = false
 	}
-	if day != nil {
-		zp, pexp, psp := a.prof.observe(&a.day, slot, ts, x, scale, c.SurpriseCap, uint64(c.WarmUp))
-		z = maxf(z, zp)
-		// Where the profile judges, it explains most of the variance,
-		// and its prediction and spread are the verdict's.
-		if psp > 0 {
-			exp, half, profBand = pexp, 3*psp, true
-			if e := x - pexp; e*e >= a.spikeZ2*psp*psp { // rare: no division on most samples
-				profZ = math.Abs(e) / psp
-			}
-		}
-	}
+	z = maxf(z, zp)
 	// The spike path (see spikePath), whose common case, a sample within
 	// the bounds, is written out here so that it makes no call.
 	spike := 0.0

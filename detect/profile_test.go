@@ -464,3 +464,41 @@ func TestAutoProfileRise(t *testing.T) {
 	}
 	require.InDelta(t, 0.03*1440, d.prof.rise.Mean(), 1, "the rise per day")
 }
+
+// TestAutoProfileReplacesLevelLikelihood: where the day's profile judges,
+// its likelihood takes the place of the level's, whose surprise there is
+// mostly the day's swing. The level's likelihood is made to read an
+// extreme z (its long-run mean set far below any average surprise):
+// on a 1-minute KPI past its third day, where the profile judges, the
+// next samples do not alert; on the same KPI's first day, where the
+// profile does not judge yet, they do. A surge the profile does not
+// expect still pages (TestAutoProfileSpike).
+func TestAutoProfileReplacesLevelLikelihood(t *testing.T) {
+	const perDay, minuteMs = 1440, 60_000
+	cfg := DefaultAutoConfig()
+	for seed := range uint64(10) {
+		xs := kpiMinutes(rand.New(rand.NewPCG(seed, 23)))
+		for _, tc := range []struct {
+			at     int
+			judges bool
+		}{{at: 10*perDay + 14*60, judges: true}, {at: 20 * 60, judges: false}} {
+			// Were the profile not judging at 14:00 on day 10, the level's
+			// likelihood would alert there as on the first day.
+			d := NewAuto(cfg)
+			for i, x := range xs[:tc.at] {
+				d.Observe(int64(i)*minuteMs, x)
+			}
+			d.lik.long.mean = -100 // every average surprise is then far above it
+			best := 0.0
+			for i := tc.at; i < tc.at+5; i++ {
+				v := d.Observe(int64(i)*minuteMs, xs[i])
+				best = max(best, v.Score)
+			}
+			if tc.judges {
+				require.Less(t, best, cfg.Threshold, "seed %d: the level's likelihood judged where the profile does", seed)
+			} else {
+				require.GreaterOrEqual(t, best, cfg.Threshold, "seed %d: the level's likelihood did not judge on the first day", seed)
+			}
+		}
+	}
+}
