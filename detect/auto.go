@@ -674,8 +674,10 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			// spreads of its prediction (half is 3 of them here), however
 			// far it lies from the short baseline: the day's usual step
 			// back after a day without it (the hour's slices, widened by
-			// that day, no longer call the step usual), or a restart the
-			// profile has learnt. A value inside the verdict's band that
+			// that day, no longer call the step usual), or a memory
+			// share in the hours after a restart, which each new hour's
+			// slice still calls low while the profile's offset has
+			// followed the drop. A value inside the verdict's band that
 			// paged would be explained as normal.
 			if spike > 0 && profBand && 9*(x-exp)*(x-exp) <= 4*half*half {
 				spike = 0
