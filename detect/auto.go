@@ -563,9 +563,10 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.step.Update(d)
 		}
 	}
-	// The least likely of the three likelihoods: the largest z. Its tail
-	// probability (NormalTail(z) for z > 0, 1 otherwise) is worked out
-	// below, where the state says what it is needed for.
+	// The least likely of the likelihoods (the level's, the time of
+	// day's, the step's and, where it judges, the profile's): the largest
+	// z. Its tail probability (NormalTail(z) for z > 0, 1 otherwise) is
+	// worked out below, where the state says what it is needed for.
 	avg := a.lik.average(surprise)
 	// Likelihood.z without a check of the long run's count: before the
 	// long run has one, on the first sample, surprise and so avg are 0.
@@ -599,6 +600,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	} else if a.dep.open {
 		a.dep.open = false
 	}
+	// The profile's z joins after departures: it is not judged as one.
 	z = maxf(z, zp)
 	// The spike path (see spikePath), whose common case, a sample within
 	// the bounds, is written out here so that it makes no call.
