@@ -707,10 +707,18 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// the narrower: on a KPI's first day a dip the trend pages read
 	// "expected 820 (normal 259 to 1382)" for a value of 757, the lagging
 	// level's, and now reads what the curve led to.
+	//
+	// Which band is the narrower is a coin toss to the CPU on a smooth
+	// curve, so the choice is made with a mask that a conditional move
+	// sets, not a branch (as in Likelihood.z).
 	if trendV > 0 && !profBand {
-		if h := 3 * math.Sqrt(trendV); h < half {
-			exp, half = trendP, h
+		h := 3 * math.Sqrt(trendV)
+		take := uint64(0)
+		if h < half {
+			take = math.MaxUint64
 		}
+		exp = math.Float64frombits(math.Float64bits(exp)&^take | math.Float64bits(trendP)&take)
+		half = math.Float64frombits(math.Float64bits(half)&^take | math.Float64bits(h)&take)
 	}
 	if x == a.prev {
 		// The value a departure is measured from is the one the metric
