@@ -502,9 +502,14 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				// second day of 40 series, 27 times in its first ten
 				// minutes. Learnt over that day, the comparisons judge
 				// from the third (TestAutoSecondDay); a short series
-				// keeps its first day's judgement.
+				// keeps its first day's judgement. The first day is
+				// each slice's first visit (the slice's span a day ago
+				// ended before the first sample), not the first 24
+				// hours: a series that starts at 12:26 is back in the
+				// 12:00 slice, comparing with yesterday, 26 minutes
+				// before those are up (TestAutoFirstDayEnd).
 				avg := a.dayLik.average(daily)
-				if since := ts - a.first; a.dayLik.long.n >= uint64(c.WarmUp) && (since >= 2*dayMs || since < dayMs) {
+				if since := ts - a.first; a.dayLik.long.n >= uint64(c.WarmUp) && (since >= 2*dayMs || a.day.lastTill-dayMs <= a.first) {
 					zDay = a.dayLik.z(avg)
 				}
 				a.dayLik.long.Update(avg)

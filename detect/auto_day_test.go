@@ -265,3 +265,34 @@ func TestAutoStepBackAfterBrokenDay(t *testing.T) {
 	}
 	require.Zero(t, pagedBack, "mornings after the broken day that paged, of 10")
 }
+
+// TestAutoFirstDayEnd: a series that starts mid-hour (12:26) is back in
+// its first hour's slice at 12:00 the next day, 26 minutes before a
+// whole day has passed. The time-of-day likelihood judges the first day
+// (each sample against the same visit's earlier ones) but not the second
+// (against yesterday's, a distance the first day cannot size), and those
+// 26 minutes are the second kind: they compare with yesterday's 12:26 to
+// 13:00. Judged as the first day's, a rise of 5 or 10 % a day paged 34
+// times there over 40 series; they are now judged as the second day is:
+// by the slice's visit, not by the time since the first sample.
+func TestAutoFirstDayEnd(t *testing.T) {
+	const perDay, minuteMs = 1440, 60_000
+	const start = (12*60 + 26) * minuteMs
+	cfg := DefaultAutoConfig()
+	pages := 0
+	for _, rise := range []float64{0.05, 0.1} {
+		for _, noise := range []float64{0.5, 1} {
+			for seed := range uint64(10) {
+				rng := rand.New(rand.NewPCG(seed, 7))
+				d := NewAuto(cfg)
+				for i := range perDay {
+					x := 100*(1+rise*float64(i)/perDay) + noise*rng.NormFloat64()
+					if v := d.Observe(start+int64(i)*minuteMs, x); v.Score >= cfg.Threshold && d.quiet == cfg.Quiet && i >= perDay-26 {
+						pages++
+					}
+				}
+			}
+		}
+	}
+	require.Zero(t, pages, "pages from 12:00 to 12:26 on the day after a 12:26 start, 40 rising series")
+}
