@@ -18,9 +18,11 @@ var probeFamilies9 = []family{
 		// at a fixed capacity, so the queue is mostly empty and forms at
 		// the busy hours (utilisation peaks at 0.6 to 0.9). Three to ten
 		// days at 15 s or 1 minute. Incidents: the consumers stall for 2
-		// to 20 minutes (the queue climbs by the arrivals), serve at half
-		// speed for 30 to 90 minutes, or arrivals surge 2.5 times for 10
-		// to 30 minutes. A third of the series are all-normal.
+		// to 20 minutes (the queue climbs by the arrivals), serve at 70 %
+		// of the arrival rate for 30 to 90 minutes (a slow dependency),
+		// or arrivals surge to 2.5 times the busy hours' rate for 10 to
+		// 30 minutes. Each fault builds a queue at any hour. A third of
+		// the series are all-normal.
 		name: "queue_depth",
 		gen: func(rng *rand.Rand, i int) synthSeries {
 			step := []int64{15_000, minute}[i%2]
@@ -42,7 +44,7 @@ var probeFamilies9 = []family{
 				switch kind {
 				case 0: // stall
 					d = int64(2+rng.IntN(19)) * minute
-				case 1: // half speed
+				case 1: // slow
 					d = int64(30+rng.IntN(61)) * minute
 				default: // surge
 					d = int64(10+rng.IntN(21)) * minute
@@ -61,9 +63,9 @@ var probeFamilies9 = []family{
 					case 0:
 						mu = 0
 					case 1:
-						mu *= 0.5
+						mu = 0.7 * lambda
 					default:
-						lambda *= 2.5
+						lambda = 2.5 * 1.6 * arrive // the daily peak's rate is 1.6 arrive
 					}
 				}
 				q = math.Max(0, q+count(rng, lambda)-count(rng, mu))
