@@ -907,7 +907,15 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.calmSample()
 		}
 	}
-	dir, lower, upper := direction(x, exp), exp-half, exp+half
+	// A metric that has never been negative (a count, a rate, a queue
+	// length, a share) is not expected below 0, nor is its normal band:
+	// a tweet count's band read "normal -24 to 147". Where the band
+	// reaches below 0 it is cut there, and so is a trend's prediction.
+	lower, upper := exp-half, exp+half
+	if lower < 0 && a.lo >= 0 {
+		lower, exp, upper = 0, max(exp, 0), max(upper, 0)
+	}
+	dir := direction(x, exp)
 	l := &a.last
 	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State = score, exp, lower, upper, dir, state
 	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State = score, exp, lower, upper, dir, state

@@ -316,3 +316,38 @@ func TestAutoSpikesAfterShiftCount(t *testing.T) {
 	d := requireMutedFrom(t, xs, 118, 3000)
 	require.Greater(t, d.crossings, uint64(20), "spikes after the shift counted")
 }
+
+// TestAutoBandNotBelowZero: on a count that has never been negative the
+// verdict's band and expected value stop at 0; burst-heavy counts made
+// the band reach far below it ("normal -24 to 147" on a tweet volume).
+// A series that has gone below 0 keeps its band as it is.
+func TestAutoBandNotBelowZero(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	d := NewAuto(DefaultAutoConfig())
+	below := 0
+	for i := range 5000 {
+		x := float64(rng.IntN(4))
+		if i%97 == 0 {
+			x += 60 // a burst that widens the level's spread
+		}
+		v := d.Observe(int64(i)*60_000, x)
+		if v.State == StateWarmingUp {
+			continue
+		}
+		require.GreaterOrEqual(t, v.Lower, 0.0, "sample %d: band %v to %v", i, v.Lower, v.Upper)
+		require.GreaterOrEqual(t, v.Expected, 0.0, "sample %d", i)
+		if v.Upper > 0 && v.Lower == 0 {
+			below++
+		}
+	}
+	require.Positive(t, below, "the band was never cut at 0: the test shows nothing")
+	// Once the series has been negative, the band may reach below 0.
+	neg := false
+	for i := 5000; i < 6000; i++ {
+		x := float64(rng.IntN(4)) - 1
+		if v := d.Observe(int64(i)*60_000, x); v.Lower < 0 {
+			neg = true
+		}
+	}
+	require.True(t, neg, "a series that went negative keeps its band")
+}
