@@ -595,10 +595,16 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	}
 	// Which likelihood's z is the largest is a coin toss to the CPU:
 	// maxZ has no branch.
+	zl := z
 	z = maxZ(maxZ(z, zDay), zStep)
+	// Which of them it is, for the verdict's evidence, is worked out
+	// only where it can matter: a likelihood scores half the threshold
+	// or more only at depZ or above.
+	src := EvidenceNone
 	// On a metric that sits on one value, a departure is judged by how
 	// often departures as large have come (see departures).
 	if z >= a.depZ {
+		src = likEvidence(zl, zDay, zStep)
 		if a.dep.same >= 0.9 {
 			z = a.dep.judge(z, math.Abs(x-a.dep.value), a.n, a.lik.long.alpha)
 		}
@@ -606,10 +612,14 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		a.dep.open = false
 	}
 	// The profile's z joins after departures: it is not judged as one.
+	if zp > z { // rare: zp is 0 where the profile does not judge or x is within its spreads
+		src = EvidenceTimeOfDay
+	}
 	z = maxf(z, zp)
 	// The spike path (see spikePath), whose common case, a sample within
 	// the bounds, is written out here so that it makes no call.
 	spike := 0.0
+	spikeEv := EvidenceNone    // what the spike path's score is from
 	trendP, trendV := 0.0, 0.0 // the trend's prediction and variance where it judges, else 0
 	if c.SpikeZ > 0 {
 		m := a.spike.Mean()
@@ -669,7 +679,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			// The spread of changes a jump is measured in, for the
 			// excursion's bound and the daily pattern's change.
 			js := a.jumpSpread(changeSp, loc)
-			spike = a.spikePath(m, d, v, jump, c.JumpZ*js, hourZ, out)
+			spike, spikeEv = a.spikePath(m, d, v, jump, c.JumpZ*js, hourZ, out)
 			// A move the daily pattern makes scores nothing, but its
 			// excursion is followed as any other. The profile, the finer
 			// of the two daily patterns, overrules: where it puts x
@@ -907,6 +917,10 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.calmSample()
 		}
 	}
+	ev := EvidenceNone
+	if score > 0 { // rare
+		ev = evidenceOf(score, extreme, spike, spikeEv, src)
+	}
 	// A metric that has never been negative (a count, a rate, a queue
 	// length, a share) is not expected below 0, nor is its normal band:
 	// a tweet count's band read "normal -24 to 147". Where the band
@@ -917,9 +931,39 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	}
 	dir := direction(x, exp)
 	l := &a.last
-	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State = score, exp, lower, upper, dir, state
-	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State = score, exp, lower, upper, dir, state
+	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State, l.Evidence = score, exp, lower, upper, dir, state, ev
+	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State, v.Evidence = score, exp, lower, upper, dir, state, ev
 	return v
+}
+
+// likEvidence says which likelihood's z is the largest: the level's
+// (zl, 0 where the profile judges), the time of day's (zDay) or the
+// step's (zStep).
+func likEvidence(zl, zDay, zStep float64) Evidence {
+	switch {
+	case zStep > zl && zStep > zDay:
+		return EvidenceChanges
+	case zDay > zl:
+		return EvidenceTimeOfDay
+	}
+	return EvidenceLevel
+}
+
+// evidenceOf is the evidence for a positive score. A new extreme that
+// counts (extreme > 0) is named whatever else scored: a value beyond any
+// seen says most. Otherwise it is the spike path's (spikeEv) or the
+// likelihoods' (src), whichever gave the score: the score is the larger
+// of the two, so it equals the one it came from. src is EvidenceNone for
+// a likelihood below depZ, whose score is below half the threshold:
+// which one it was is not worked out there.
+func evidenceOf(score, extreme, spike float64, spikeEv, src Evidence) Evidence {
+	switch {
+	case extreme > 0:
+		return EvidenceRecord
+	case score == spike:
+		return spikeEv
+	}
+	return src
 }
 
 // belowThreshold returns the score to report for a sample scoring below
@@ -1136,11 +1180,16 @@ func (a *Auto) recordsCount(ts int64) bool {
 // dozen visits, and after a shift the slices lag the level for days, so
 // such crossings would mute the spike path where its own baseline has
 // seen nothing unusual.
-func (a *Auto) spikePath(m, d, v, jump, jumpBound, hourZ float64, out bool) float64 {
+func (a *Auto) spikePath(m, d, v, jump, jumpBound, hourZ float64, out bool) (float64, Evidence) {
 	c := &a.cfg
-	z := max(jump, hourZ)
+	z, ev := jump, EvidenceChanges
+	if hourZ > z {
+		z, ev = hourZ, EvidenceTimeOfDay
+	}
 	if out {
-		z = max(z, math.Abs(d)/math.Sqrt(v))
+		if dz := math.Abs(d) / math.Sqrt(v); dz > z {
+			z, ev = dz, EvidenceSpike
+		}
 	}
 	s := 0.0
 	seen := a.n - min(a.n, uint64(c.WarmUp))
@@ -1157,7 +1206,7 @@ func (a *Auto) spikePath(m, d, v, jump, jumpBound, hourZ float64, out bool) floa
 			a.exMean, a.exVar = a.prev, jumpBound*jumpBound/a.spikeZ2
 		}
 	}
-	return s
+	return s, ev
 }
 
 // routine reports whether count excursions of the spike path since the

@@ -51,6 +51,48 @@ func (d Direction) String() string {
 	return ""
 }
 
+// Evidence says what made a verdict score: which of a detector's
+// judgements found the sample unusual. An alert's explanation names it,
+// since a value can be unusual without leaving the normal band (a run of
+// samples that together are unlikely, or changes far larger than usual).
+type Evidence uint8
+
+// Evidence kinds. Detectors that judge one way only leave it at
+// EvidenceNone.
+const (
+	EvidenceNone Evidence = iota
+	// EvidenceLevel: the recent samples together lie unusually far from
+	// the series' level.
+	EvidenceLevel
+	// EvidenceTimeOfDay: unusual for this time of day, against the
+	// time-of-day slices or the day's profile.
+	EvidenceTimeOfDay
+	// EvidenceChanges: the series moves from sample to sample far more
+	// than usual.
+	EvidenceChanges
+	// EvidenceSpike: the sample lies far outside the spread of the
+	// recent samples.
+	EvidenceSpike
+	// EvidenceRecord: beyond the highest or lowest value seen.
+	EvidenceRecord
+)
+
+func (e Evidence) String() string {
+	switch e {
+	case EvidenceLevel:
+		return "level"
+	case EvidenceTimeOfDay:
+		return "time_of_day"
+	case EvidenceChanges:
+		return "changes"
+	case EvidenceSpike:
+		return "spike"
+	case EvidenceRecord:
+		return "record"
+	}
+	return ""
+}
+
 // Verdict is a detector's judgement of one sample.
 type Verdict struct {
 	// Score is the anomaly score in [0, 1]; calibrated so that a fixed
@@ -61,6 +103,10 @@ type Verdict struct {
 	Lower, Upper float64
 	Direction    Direction
 	State        State
+	// Evidence is what made Score more than 0: EvidenceNone when it is
+	// 0 or the detector does not say (auto says for every score of half
+	// its threshold or more).
+	Evidence Evidence
 }
 
 // Detector is a univariate streaming detector. It is not safe for concurrent

@@ -18,6 +18,7 @@ func finite(v float64) bool {
 func skipVerdict(prev Verdict) Verdict {
 	prev.Score = 0
 	prev.Direction = DirNone
+	prev.Evidence = EvidenceNone
 	if prev.State == StateAnomalous {
 		prev.State = StateNormal
 	}

@@ -883,19 +883,47 @@ func univariateExplanation(r *Rule, v detect.Verdict, value float64, run int) *m
 		kind = "dip"
 	}
 	name := r.Name
+	summary := fmt.Sprintf("%s: %s %s to %s, expected %s (normal %s to %s)", name,
+		strings.ReplaceAll(kind, "_", " "), directionWord(v.Direction), fmtNum(value),
+		fmtNum(v.Expected), fmtNum(v.Lower), fmtNum(v.Upper))
+	if why := evidenceWords(v.Evidence, v.Direction); why != "" {
+		summary += "; " + why
+	}
 	return &model.Explanation{
 		Detector:  r.Detector.Type,
 		Kind:      kind,
 		Score:     v.Score,
 		Direction: v.Direction.String(),
+		Evidence:  v.Evidence.String(),
 		Signals: []model.Signal{{
 			Name: "value", Query: r.Expr, Current: value,
 			Expected: v.Expected, Lower: v.Lower, Upper: v.Upper,
 		}},
-		Summary: fmt.Sprintf("%s: %s %s to %s, expected %s (normal %s to %s)", name,
-			strings.ReplaceAll(kind, "_", " "), directionWord(v.Direction), fmtNum(value),
-			fmtNum(v.Expected), fmtNum(v.Lower), fmtNum(v.Upper)),
+		Summary: summary,
 	}
+}
+
+// evidenceWords says in words what the detector found unusual, for the
+// summary: without it, a value that is unusual without leaving the band
+// (a run of samples unlikely together, or changes far larger than usual)
+// read as a contradiction, "to 57, expected 55 (normal 40 to 70)".
+func evidenceWords(e detect.Evidence, d detect.Direction) string {
+	switch e {
+	case detect.EvidenceLevel:
+		return "its recent samples together lie unusually far from its level"
+	case detect.EvidenceTimeOfDay:
+		return "unusual for this time of day"
+	case detect.EvidenceChanges:
+		return "it moves from sample to sample far more than usual"
+	case detect.EvidenceSpike:
+		return "far outside the spread of its recent samples"
+	case detect.EvidenceRecord:
+		if d == detect.DirDown {
+			return "below the lowest value seen"
+		}
+		return "beyond the highest value seen"
+	}
+	return ""
 }
 
 func directionWord(d detect.Direction) string {

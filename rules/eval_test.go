@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -274,12 +275,55 @@ func TestAnomalyAlertCarriesExplanation(t *testing.T) {
 	require.Equal(t, []float64{1, 1, 8}, fired.Recent)
 	require.NotNil(t, fired.Explanation)
 	require.Equal(t, "spike", fired.Explanation.Kind)
+	require.Equal(t, "spike", fired.Explanation.Evidence)
+	require.Equal(t, "Lat: spike up to 8, expected 1 (normal 0 to 5); far outside the spread of its recent samples", fired.Explanation.Summary)
 	require.Equal(t, 8.0, fired.Explanation.Signals[0].Current)
 	require.Equal(t, 1.0, fired.Explanation.Signals[0].Expected)
 
 	as := m.Alerts()
 	require.Len(t, as, 1)
 	require.Equal(t, "level_shift", as[0].Explanation.Kind, "a persisting departure is a level shift")
+}
+
+// TestAutoExplanationSaysWhy: an auto rule's alert names what the
+// detector found unusual, in the explanation's evidence and in words in
+// its summary: a value far outside its recent spread, here (not yet a
+// record: records count after a whole day).
+func TestAutoExplanationSaysWhy(t *testing.T) {
+	lset := labels.FromStrings("__name__", "queue", "pool", "io")
+	i := 0
+	val := func(i int) float64 {
+		if i == 300 {
+			return 400
+		}
+		return float64(10 + i%7) // within 10 to 16
+	}
+	src := vecSource(lset, func(string, time.Time) (float64, bool) { return val(i), true })
+	rec := &recorder{}
+	m, err := NewManager(Options{Source: src, Notify: rec.notify, Lookup: detect.Lookup, Kinds: detect.Kinds})
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.ApplyConfig(testConfig(writeRules(t, t.TempDir(), "r.yml", `groups:
+  - name: g
+    rules:
+      - anomaly: Queue
+        expr: queue
+        detector: {type: auto}
+`))))
+	var fired *model.Alert
+	for ; i <= 300 && fired == nil; i++ {
+		require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*time.Minute)))
+		for _, a := range rec.take() {
+			if a.State == model.StateFiring && fired == nil {
+				fired = a
+			}
+		}
+	}
+	require.NotNil(t, fired, "no alert")
+	require.Equal(t, 400.0, fired.Value)
+	require.Equal(t, "spike", fired.Explanation.Evidence)
+	require.True(t, strings.HasSuffix(fired.Explanation.Summary, "; far outside the spread of its recent samples"), fired.Explanation.Summary)
+	t.Log(fired.Explanation.Summary)
 }
 
 func TestCompositeRule(t *testing.T) {

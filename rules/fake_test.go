@@ -45,7 +45,7 @@ func (d *fakeDetector) Observe(_ int64, v float64) detect.Verdict {
 	case d.N <= d.cfg.WarmUp:
 		vd.State = detect.StateWarmingUp
 	case v > d.cfg.Threshold:
-		vd.State, vd.Score, vd.Direction = detect.StateAnomalous, 0.99, detect.DirUp
+		vd.State, vd.Score, vd.Direction, vd.Evidence = detect.StateAnomalous, 0.99, detect.DirUp, detect.EvidenceSpike
 	}
 	return vd
 }

@@ -57,9 +57,13 @@ type Explanation struct {
 	// Score is the anomaly score in [0, 1].
 	Score float64 `json:"score"`
 	// Direction is "up", "down" or "".
-	Direction string   `json:"direction,omitempty"`
-	Signals   []Signal `json:"signals,omitempty"`
-	Breadth   *Breadth `json:"breadth,omitempty"`
+	Direction string `json:"direction,omitempty"`
+	// Evidence names what a univariate detector found unusual, stable
+	// for templates: "level", "time_of_day", "changes", "spike",
+	// "record"; empty when the detector does not say.
+	Evidence string   `json:"evidence,omitempty"`
+	Signals  []Signal `json:"signals,omitempty"`
+	Breadth  *Breadth `json:"breadth,omitempty"`
 	// Cause is a short hint at the likely cause, for the Identified draft
 	// ("a rate limiter is rejecting most clients"). Empty when unknown.
 	Cause string `json:"cause,omitempty"`
