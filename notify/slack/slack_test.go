@@ -341,3 +341,22 @@ func TestBotMessageSurvivesRestart(t *testing.T) {
 	defer api.mu.Unlock()
 	require.Equal(t, []string{"/api/chat.postMessage", "/api/chat.update"}, api.paths)
 }
+
+// TestAutoEvidence: an auto alert says what the detector found unusual:
+// its summary in words (the explanation's, when the rule has no summary
+// annotation) and the evidence beside the score.
+func TestAutoEvidence(t *testing.T) {
+	srv, got := hookServer(t, http.StatusOK, "", "ok")
+	a := notifytest.Firing()
+	a.Labels = labels.FromStrings("alertname", "QueueDepth", "pool", "io", "severity", "page")
+	a.Annotations = nil
+	a.Value = 0
+	a.Explanation = &model.Explanation{Detector: "auto", Kind: "dip", Score: 0.71, Direction: "down", Evidence: "changes",
+		Signals: []model.Signal{{Name: "value", Current: 0, Expected: 0, Lower: 0, Upper: 4}},
+		Summary: "QueueDepth: dip down to 0, expected 0 (normal 0 to 4); it moves from sample to sample far more than usual"}
+	_, err := newWebhookNotifier(t, srv.URL+"/services/"+secret).Notify(groupCtx(), a)
+	require.NoError(t, err)
+	body := string(<-got)
+	require.Contains(t, body, "it moves from sample to sample far more than usual")
+	require.Contains(t, body, "score 0.71 (changes)")
+}
