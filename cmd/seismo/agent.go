@@ -242,7 +242,15 @@ func (a *agent) run(ctx context.Context) error {
 	}
 	add(loop, "main loop", a.loop)
 	add(web, "http", a.web.Run)
-	return g.Run()
+	err := g.Run()
+	// Every stage has finished: the store's last snapshot and the rules'
+	// state are written, so a log ends with this line after a clean stop.
+	if err != nil {
+		a.logger.Error("agent stopped", "err", err)
+	} else {
+		a.logger.Info("agent stopped")
+	}
+	return err
 }
 
 // loop is the agent's main loop: it declares readiness once every service

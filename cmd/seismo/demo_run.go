@@ -191,13 +191,15 @@ func runDemo(ctx context.Context, out, stderr io.Writer, o demoRunOptions) (sum 
 		return nil
 	})
 
-	// The agent, built as "seismo run" builds it.
+	// The agent, built as "seismo run" builds it. Its data directory and
+	// log are closed as stops, so that they outlast the agent: it writes
+	// its last store snapshot and logs as it stops.
 	dataDir, err := os.MkdirTemp("", "seismo-demo-")
 	if err != nil {
 		return nil, err
 	}
 	if !o.keepData {
-		defer os.RemoveAll(dataDir)
+		stops = append(stops, func() error { return os.RemoveAll(dataDir) })
 	}
 	alertsFile := o.alertsFile
 	if alertsFile != "" {
@@ -211,7 +213,7 @@ func runDemo(ctx context.Context, out, stderr io.Writer, o demoRunOptions) (sum 
 		if err != nil {
 			return nil, fmt.Errorf("agent log: %w", err)
 		}
-		defer f.Close()
+		stops = append(stops, f.Close)
 		logW, logLevel = f, "info"
 	}
 	var buf bytes.Buffer

@@ -47,6 +47,11 @@ func TestDemoRun(t *testing.T) {
 	log, err := os.ReadFile(agentLog)
 	require.NoError(t, err)
 	require.Contains(t, string(log), "agent ready")
+	// The log and the data directory outlast the agent: it logs its stop,
+	// and its last store snapshot finds its directory (the demo once
+	// removed both first: "store snapshot failed ... no such file").
+	require.Contains(t, string(log), `msg="agent stopped"`)
+	require.NotRegexp(t, `level=(WARN|ERROR)`, string(log))
 }
 
 func TestDemoServiceAndLoad(t *testing.T) {
