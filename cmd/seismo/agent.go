@@ -245,9 +245,8 @@ func (a *agent) run(ctx context.Context) error {
 	err := g.Run()
 	// Every stage has finished: the store's last snapshot and the rules'
 	// state are written, so a log ends with this line after a clean stop.
-	if err != nil {
-		a.logger.Error("agent stopped", "err", err)
-	} else {
+	// An error is the caller's to report.
+	if err == nil {
 		a.logger.Info("agent stopped")
 	}
 	return err

@@ -185,7 +185,7 @@ func TestBinaryReloadAndShutdown(t *testing.T) {
 	require.Equal(t, "seismo_config_last_reload_successful 1", metricLine(t, base, "seismo_config_last_reload_successful"))
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	p.waitLog(t, "stopped")
+	p.waitLog(t, "agent stopped")
 	require.Equal(t, 0, p.wait(t))
 }
 

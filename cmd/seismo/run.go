@@ -138,11 +138,7 @@ func drain(logger *slog.Logger, done <-chan error, sigs <-chan os.Signal, timeou
 	for {
 		select {
 		case err := <-done:
-			if err != nil {
-				return err
-			}
-			logger.Info("stopped")
-			return nil
+			return err // the agent logs its clean stop
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
 				continue // too late to reload
