@@ -99,6 +99,7 @@ func (d *cusumDetector) Observe(_ int64, x float64) Verdict {
 		v.Direction = dir
 	}
 	settle(&v, warm, d.cfg.Threshold)
+	v.Evidence = scored(v.Score, EvidenceLevel) // a lasting shift
 	if v.State == StateAnomalous {
 		// The change is reported; start accumulating afresh so the next
 		// alert needs new evidence.

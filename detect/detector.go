@@ -57,8 +57,9 @@ func (d Direction) String() string {
 // samples that together are unlikely, or changes far larger than usual).
 type Evidence uint8
 
-// Evidence kinds. Detectors that judge one way only leave it at
-// EvidenceNone.
+// Evidence kinds. Detectors that judge one way name that way: ewma, mad
+// and zscore a spike, cusum the level, seasonal the time of day once it
+// judges a bucket.
 const (
 	EvidenceNone Evidence = iota
 	// EvidenceLevel: the recent samples together lie unusually far from
@@ -104,8 +105,8 @@ type Verdict struct {
 	Direction    Direction
 	State        State
 	// Evidence is what made Score more than 0: EvidenceNone when it is
-	// 0 or the detector does not say (auto says for every score of half
-	// its threshold or more).
+	// 0. auto works it out for every score of half its threshold or
+	// more, and leaves a likelihood's smaller scores without it.
 	Evidence Evidence
 }
 

@@ -395,3 +395,35 @@ func TestZScoreFiresOncePerExcursion(t *testing.T) {
 	require.Equal(t, StateAnomalous, v.State)
 	require.GreaterOrEqual(t, v.Score, 0.5, "a new excursion alerts again")
 }
+
+// TestDetectorsEvidence: every detector's verdict names its evidence
+// where it scores and only there. The one-way detectors name theirs:
+// ewma, mad and zscore a spike, cusum a lasting shift, seasonal the
+// time of day once it judges a bucket (a spike before).
+func TestDetectorsEvidence(t *testing.T) {
+	ts, vs := testSeries(6000)
+	want := map[string][]Evidence{
+		"ewma": {EvidenceSpike}, "mad": {EvidenceSpike}, "zscore": {EvidenceSpike}, "cusum": {EvidenceLevel},
+		"seasonal": {EvidenceSpike, EvidenceTimeOfDay},
+		"auto":     {EvidenceLevel, EvidenceTimeOfDay, EvidenceChanges, EvidenceSpike, EvidenceRecord},
+	}
+	for kind, allowed := range want {
+		t.Run(kind, func(t *testing.T) {
+			d := newDetector(t, kind)
+			scored := 0
+			for i := range ts {
+				v := d.Observe(ts[i], vs[i])
+				if v.Score == 0 {
+					require.Equal(t, EvidenceNone, v.Evidence, "sample %d scores 0", i)
+					continue
+				}
+				if kind == "auto" && v.Score < DefaultAutoConfig().Threshold/2 {
+					continue // auto does not work out a small likelihood's evidence
+				}
+				scored++
+				require.Contains(t, allowed, v.Evidence, "sample %d scores %.3f", i, v.Score)
+			}
+			require.Positive(t, scored, "nothing scored: the test shows nothing")
+		})
+	}
+}

@@ -69,6 +69,7 @@ func (d *ewmaDetector) Observe(_ int64, x float64) Verdict {
 	scale := max(d.stats.Std(), scaleFloor(loc))
 	v := bandVerdict(x, loc, scale, d.band, zScore((x-loc)/scale))
 	settle(&v, d.stats.Count() >= d.warmUp, d.threshold)
+	v.Evidence = scored(v.Score, EvidenceSpike)
 	d.stats.Update(x)
 	d.last = v
 	return v

@@ -112,6 +112,10 @@ func (d *seasonalDetector) Observe(ts int64, x float64) Verdict {
 	scale = max(scale, scaleFloor(expected))
 	v := bandVerdict(x, expected, scale, d.cfg.Band, zScore((x-expected)/scale))
 	settle(&v, d.global.Count() >= uint64(d.cfg.WarmUp), d.cfg.Threshold)
+	v.Evidence = scored(v.Score, EvidenceSpike)
+	if seasonal && d.resid.Count() >= uint64(d.cfg.MinVisits) { // judged against its bucket
+		v.Evidence = scored(v.Score, EvidenceTimeOfDay)
+	}
 	if seasonal {
 		d.resid.Update(x - b.Mean())
 	}

@@ -93,6 +93,15 @@ func settle(v *Verdict, warm bool, threshold float64) {
 	}
 }
 
+// scored is e where the score is positive and EvidenceNone where it is 0:
+// the evidence of a detector that judges one way only.
+func scored(score float64, e Evidence) Evidence {
+	if score > 0 {
+		return e
+	}
+	return EvidenceNone
+}
+
 // checkCommon validates the fields every simple detector shares.
 func checkCommon(errs *configutil.Errors, threshold float64, warmUp int, band float64) {
 	if !(threshold > 0 && threshold <= 1) {

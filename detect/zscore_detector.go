@@ -84,6 +84,7 @@ func (d *zscoreDetector) Observe(_ int64, x float64) Verdict {
 	case v.Score >= d.threshold:
 		v.State = StateAnomalous
 	}
+	v.Evidence = scored(v.Score, EvidenceSpike)
 	d.stats.Update(x)
 	d.last = v
 	return v
