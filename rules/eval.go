@@ -886,7 +886,7 @@ func univariateExplanation(r *Rule, v detect.Verdict, value float64, run int) *m
 	summary := fmt.Sprintf("%s: %s %s to %s, expected %s (normal %s to %s)", name,
 		strings.ReplaceAll(kind, "_", " "), directionWord(v.Direction), fmtNum(value),
 		fmtNum(v.Expected), fmtNum(v.Lower), fmtNum(v.Upper))
-	if why := evidenceWords(v.Evidence, v.Direction); why != "" {
+	if why := evidenceWords(v.Evidence); why != "" {
 		summary += "; " + why
 	}
 	return &model.Explanation{
@@ -907,7 +907,7 @@ func univariateExplanation(r *Rule, v detect.Verdict, value float64, run int) *m
 // summary: without it, a value that is unusual without leaving the band
 // (a run of samples unlikely together, or changes far larger than usual)
 // read as a contradiction, "to 57, expected 55 (normal 40 to 70)".
-func evidenceWords(e detect.Evidence, d detect.Direction) string {
+func evidenceWords(e detect.Evidence) string {
 	switch e {
 	case detect.EvidenceLevel:
 		return "its recent samples together lie unusually far from its level"
@@ -918,10 +918,10 @@ func evidenceWords(e detect.Evidence, d detect.Direction) string {
 	case detect.EvidenceSpike:
 		return "far outside the spread of its recent samples"
 	case detect.EvidenceRecord:
-		if d == detect.DirDown {
-			return "below the lowest value seen"
-		}
-		return "beyond the highest value seen"
+		// Not worded by the direction, which is the value's side of the
+		// expected value: a record high can lie below a day's profile
+		// that expected more.
+		return "outside the range of every value seen before"
 	}
 	return ""
 }

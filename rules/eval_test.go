@@ -618,3 +618,17 @@ func TestCompositeSignalsQueriedOncePerEval(t *testing.T) {
 	require.Equal(t, 2, calls[requests], "request rate: once per evaluation (saturation traffic, surge requests)")
 	require.Equal(t, 2, calls[p99], "p99 latency: once per evaluation (saturation symptom, surge latency)")
 }
+
+// TestEvidenceWords: every evidence a detector can name has words in the
+// summary, and no evidence has none.
+func TestEvidenceWords(t *testing.T) {
+	require.Empty(t, evidenceWords(detect.EvidenceNone))
+	seen := map[string]bool{}
+	for e := detect.EvidenceLevel; e.String() != ""; e++ {
+		w := evidenceWords(e)
+		require.NotEmpty(t, w, "evidence %v", e)
+		require.False(t, seen[w], "two evidences read the same: %q", w)
+		seen[w] = true
+	}
+	require.Len(t, seen, 5)
+}
