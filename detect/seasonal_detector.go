@@ -106,16 +106,14 @@ func (d *seasonalDetector) Observe(ts int64, x float64) Verdict {
 	b := d.season.At(d.zone.local(ts))
 	expected, scale := d.global.Loc(), d.global.Scale()
 	seasonal := b.Count() >= uint64(d.cfg.MinVisits)
+	ev := EvidenceSpike // against the global baseline until the bucket judges
 	if seasonal && d.resid.Count() >= uint64(d.cfg.MinVisits) {
-		expected, scale = b.Mean(), d.resid.Scale()
+		expected, scale, ev = b.Mean(), d.resid.Scale(), EvidenceTimeOfDay
 	}
 	scale = max(scale, scaleFloor(expected))
 	v := bandVerdict(x, expected, scale, d.cfg.Band, zScore((x-expected)/scale))
 	settle(&v, d.global.Count() >= uint64(d.cfg.WarmUp), d.cfg.Threshold)
-	v.Evidence = scored(v.Score, EvidenceSpike)
-	if seasonal && d.resid.Count() >= uint64(d.cfg.MinVisits) { // judged against its bucket
-		v.Evidence = scored(v.Score, EvidenceTimeOfDay)
-	}
+	v.Evidence = scored(v.Score, ev)
 	if seasonal {
 		d.resid.Update(x - b.Mean())
 	}
