@@ -931,8 +931,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	}
 	dir := direction(x, exp)
 	l := &a.last
-	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State, l.Evidence = score, exp, lower, upper, dir, state, ev
-	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State, v.Evidence = score, exp, lower, upper, dir, state, ev
+	ep := a.quiet > 0 // the episode this sample opened or continued has not ended
+	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State, l.Evidence, l.Episode = score, exp, lower, upper, dir, state, ev, ep
+	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State, v.Evidence, v.Episode = score, exp, lower, upper, dir, state, ev, ep
 	return v
 }
 

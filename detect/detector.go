@@ -108,6 +108,14 @@ type Verdict struct {
 	// 0. auto works it out for every score of half its threshold or
 	// more, and leaves a likelihood's smaller scores without it.
 	Evidence Evidence
+	// Episode is true while an alert's episode is open: the detector
+	// alerted (Score at or above its threshold) and the series has not
+	// been calm long enough since to end the incident. Within it State
+	// may turn normal and anomalous again as the incident comes in
+	// waves, but the detector raises no new alert: it is one incident,
+	// and a rule keeps its alert firing until the episode ends. Only
+	// detectors that keep episodes (auto) set it.
+	Episode bool
 }
 
 // Detector is a univariate streaming detector. It is not safe for concurrent
