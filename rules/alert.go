@@ -57,6 +57,10 @@ type condition struct {
 	warming bool
 	// known is false when the series is gone (no current value).
 	known bool
+	// held is true while the detector's alert episode is open
+	// (detect.Verdict.Episode): the incident it alerted on goes on,
+	// whether or not this sample is anomalous.
+	held  bool
 	value float64
 }
 
@@ -90,6 +94,13 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 	case a.State == model.StateFiring && c.warming && c.known:
 		// A detector that cannot judge yet (rebuilt after a config change,
 		// or cold after a lost snapshot) is no evidence of recovery: hold.
+	case a.State == model.StateFiring && c.held && c.known:
+		// A lull within the detector's episode: the incident comes in
+		// waves, and the detector has not seen the series calm for long
+		// enough to end it. Resolving here and firing again at the next
+		// wave would page once per wave. keep_firing_for counts from the
+		// episode's end.
+		a.KeepFiringSince = time.Time{}
 	case a.State == model.StateFiring:
 		if r.KeepFiringFor > 0 {
 			if a.KeepFiringSince.IsZero() {

@@ -275,6 +275,7 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 			o.verdict = v
 			o.cond.active = v.State == detect.StateAnomalous
 			o.cond.warming = v.State == detect.StateWarmingUp
+			o.cond.held = v.Episode
 			if o.cond.active {
 				o.expl = univariateExplanation(r, v, s.F, ss.run)
 			}
@@ -636,7 +637,10 @@ func (rs *ruleState) apply(ctx context.Context, ts time.Time, obsv []obs) []*mod
 		}
 		a.Annotations = ann
 		a.Series = o.series
-		if o.cond.active {
+		// A sample that turns anomalous again within the detector's
+		// episode raises no new alert and has no score or evidence of its
+		// own: the alert keeps the explanation of what it fired for.
+		if o.cond.active && !(o.verdict.Episode && o.verdict.Score == 0 && a.Explanation != nil) {
 			a.Verdict, a.Explanation = o.verdict, o.expl
 		}
 		rs.stepAlert(ctx, ts, fp, a, o)

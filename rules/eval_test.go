@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -631,4 +632,70 @@ func TestEvidenceWords(t *testing.T) {
 		seen[w] = true
 	}
 	require.Len(t, seen, 5)
+}
+
+// TestAutoOutageInWavesIsOneIncident: an auto rule over an outage that
+// comes in waves pages once and resolves once, after the last wave. In
+// the lulls the detector's state turns normal, but its episode stays
+// open (detect.Verdict.Episode), and the alert keeps firing; without the
+// hold it resolved at the first lull and fired again at the next wave.
+func TestAutoOutageInWavesIsOneIncident(t *testing.T) {
+	lset := labels.FromStrings("__name__", "queue", "pool", "io")
+	const start, wave, lull, waves = 600, 3, 10, 3
+	rng := rand.New(rand.NewPCG(5, 6))
+	vals := make([]float64, 800)
+	for i := range vals {
+		vals[i] = 100 + 5*rng.NormFloat64()
+		if k := i - start; k >= 0 && k < waves*(wave+lull) && k%(wave+lull) < wave {
+			vals[i] = 400
+		}
+	}
+	i := 0
+	src := vecSource(lset, func(string, time.Time) (float64, bool) { return vals[i], true })
+	rec := &recorder{}
+	m, err := NewManager(Options{Source: src, Notify: rec.notify, OnTransition: rec.onTransition, Lookup: detect.Lookup, Kinds: detect.Kinds})
+	require.NoError(t, err)
+	defer m.Close()
+	require.NoError(t, m.ApplyConfig(testConfig(writeRules(t, t.TempDir(), "r.yml", `groups:
+  - name: g
+    rules:
+      - anomaly: Queue
+        expr: queue
+        detector: {type: auto}
+`))))
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
+	// The same detector beside the rule's, to see its state in the lulls.
+	twin := detect.NewAuto(detect.DefaultAutoConfig())
+	var sent []*model.Alert
+	lulls := 0
+	for ; i < len(vals); i++ {
+		require.NoError(t, m.EvalGroups(context.Background(), at(i)))
+		sent = append(sent, rec.take()...)
+		v := twin.Observe(at(i).UnixMilli(), vals[i])
+		if i > start && i < start+(waves-1)*(wave+lull) && v.State == detect.StateNormal {
+			lulls++
+		}
+	}
+	require.Positive(t, lulls, "the detector's state never turned normal between waves: the test shows nothing")
+	var firing, resolved []*model.Alert
+	for _, a := range sent {
+		switch a.State {
+		case model.StateFiring:
+			if len(firing) == 0 || !firing[len(firing)-1].StartsAt.Equal(a.StartsAt) {
+				firing = append(firing, a) // a new firing episode, not a repeat
+			}
+		case model.StateResolved:
+			if len(resolved) == 0 || !resolved[len(resolved)-1].EndsAt.Equal(a.EndsAt) {
+				resolved = append(resolved, a) // not a resend of the same resolve
+			}
+		}
+	}
+	require.Len(t, firing, 1, "one page for the outage")
+	require.Equal(t, at(start), firing[0].StartsAt)
+	require.Len(t, resolved, 1, "one resolve")
+	lastWave := start + (waves-1)*(wave+lull) + wave - 1
+	require.True(t, resolved[0].EndsAt.After(at(lastWave)), "resolved at %v, before the last wave ended at %v", resolved[0].EndsAt, at(lastWave))
+	// The last wave's anomalous sample scored 0 (no new alert) and said
+	// nothing of why; the alert keeps the explanation before it.
+	require.NotEmpty(t, resolved[0].Explanation.Evidence, "the alert lost its explanation: %s", resolved[0].Explanation.Summary)
 }
