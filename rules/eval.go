@@ -886,10 +886,15 @@ func univariateExplanation(r *Rule, v detect.Verdict, value float64, run int) *m
 	case v.Direction == detect.DirDown:
 		kind = "dip"
 	}
-	name := r.Name
-	summary := fmt.Sprintf("%s: %s %s to %s, expected %s (normal %s to %s)", name,
-		strings.ReplaceAll(kind, "_", " "), directionWord(v.Direction), fmtNum(value),
-		fmtNum(v.Expected), fmtNum(v.Lower), fmtNum(v.Upper))
+	n := fmtNums(value, v.Expected, v.Lower, v.Upper)
+	// A value inside its normal band moved nowhere worth a direction: it
+	// is anomalous for what the evidence says (a run of samples, its
+	// changes), and "spike up to 0, expected 0" read as a contradiction.
+	what := strings.ReplaceAll(kind, "_", " ") + " " + directionWord(v.Direction) + " to"
+	if v.Lower <= value && value <= v.Upper {
+		what = "value"
+	}
+	summary := fmt.Sprintf("%s: %s %s, expected %s (normal %s to %s)", r.Name, what, n[0], n[1], n[2], n[3])
 	if why := evidenceWords(v.Evidence); why != "" {
 		summary += "; " + why
 	}
@@ -939,4 +944,23 @@ func directionWord(d detect.Direction) string {
 
 func fmtNum(v float64) string {
 	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// fmtNums formats numbers shown together (a value, its expected value and
+// band) with fmtNum, printing as 0 any that is below a millionth of the
+// largest: a band's edge at 3e-09 on a queue of 47 is the detector's
+// float tolerance, not a bound anyone reads.
+func fmtNums(vs ...float64) []string {
+	top := 0.0
+	for _, v := range vs {
+		top = max(top, math.Abs(v))
+	}
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		if math.Abs(v) < 1e-6*top {
+			v = 0
+		}
+		out[i] = fmtNum(v)
+	}
+	return out
 }

@@ -634,6 +634,34 @@ func TestEvidenceWords(t *testing.T) {
 	require.Len(t, seen, 5)
 }
 
+// TestExplanationSummary: a value outside its band is a spike, dip or
+// level shift in its direction; one inside it (anomalous for a run of
+// samples or for its changes) is only a value, which the evidence
+// explains. A band edge that is the detector's float tolerance beside
+// numbers a billion times larger reads 0.
+func TestExplanationSummary(t *testing.T) {
+	r := &Rule{Name: "Q", Detector: &DetectorSpec{Type: "auto"}}
+	for _, tt := range []struct {
+		v     detect.Verdict
+		value float64
+		run   int
+		want  string
+	}{
+		{detect.Verdict{Expected: 0, Lower: 0, Upper: 3e-9, Direction: detect.DirUp, Evidence: detect.EvidenceSpike}, 3, 1,
+			"Q: spike up to 3, expected 0 (normal 0 to 0); far outside the spread of its recent samples"},
+		{detect.Verdict{Expected: 100, Lower: 90, Upper: 110, Direction: detect.DirDown, Evidence: detect.EvidenceRecord}, 40, 1,
+			"Q: dip down to 40, expected 100 (normal 90 to 110); outside the range of every value seen before"},
+		{detect.Verdict{Expected: 100, Lower: 90, Upper: 110, Direction: detect.DirUp, Evidence: detect.EvidenceLevel}, 150, 5,
+			"Q: level shift up to 150, expected 100 (normal 90 to 110); its recent samples together lie unusually far from its level"},
+		{detect.Verdict{Expected: 0.08333, Lower: 0, Upper: 0.4442, Direction: detect.DirDown, Evidence: detect.EvidenceChanges}, 0, 4,
+			"Q: value 0, expected 0.08333 (normal 0 to 0.4442); it moves from sample to sample far more than usual"},
+		{detect.Verdict{Expected: 0, Lower: 0, Upper: 0, Direction: detect.DirNone}, 0, 1,
+			"Q: value 0, expected 0 (normal 0 to 0)"},
+	} {
+		require.Equal(t, tt.want, univariateExplanation(r, tt.v, tt.value, tt.run).Summary)
+	}
+}
+
 // TestAutoOutageInWavesIsOneIncident: an auto rule over an outage that
 // comes in waves pages once and resolves once, after the last wave. In
 // the lulls the detector's state turns normal, but its episode stays

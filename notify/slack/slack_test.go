@@ -353,7 +353,7 @@ func TestAutoEvidence(t *testing.T) {
 	a.Value = 0
 	a.Explanation = &model.Explanation{Detector: "auto", Kind: "dip", Score: 0.71, Direction: "down", Evidence: "changes",
 		Signals: []model.Signal{{Name: "value", Current: 0, Expected: 0, Lower: 0, Upper: 4}},
-		Summary: "QueueDepth: dip down to 0, expected 0 (normal 0 to 4); it moves from sample to sample far more than usual"}
+		Summary: "QueueDepth: value 0, expected 0 (normal 0 to 4); it moves from sample to sample far more than usual"}
 	_, err := newWebhookNotifier(t, srv.URL+"/services/"+secret).Notify(groupCtx(), a)
 	require.NoError(t, err)
 	body := string(<-got)

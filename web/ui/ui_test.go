@@ -46,7 +46,7 @@ func testOptions() Options {
 			{"labels": map[string]string{"alertname": "Queue"}, "state": "firing", "activeAt": active.Add(2 * time.Minute), "value": "0e+00",
 				"annotations": map[string]string{},
 				"explanation": map[string]any{"detector": "auto", "kind": "dip", "evidence": "changes", "score": 0.7, "direction": "down",
-					"summary": "Queue: dip down to 0, expected 0 (normal 0 to 4); it moves from sample to sample far more than usual"}},
+					"summary": "Queue: value 0, expected 0 (normal 0 to 4); it moves from sample to sample far more than usual"}},
 			{"labels": map[string]string{"alertname": "Warm"}, "state": "warming_up", "value": "0e+00"},
 		}}),
 		Rules:    jsonHandler(map[string]any{"groups": []any{}}),
