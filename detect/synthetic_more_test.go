@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seismo-agent/seismo/detect"
 	"github.com/seismo-agent/seismo/detect/nab"
 )
 
@@ -305,4 +306,45 @@ func TestSyntheticPerFile(t *testing.T) {
 		}
 	}
 	require.True(t, found, "no family %q", name)
+}
+
+// TestSyntheticEpisodes checks, on every family, what lets a rule keep
+// one alert per incident: outside an open episode (the previous
+// verdict's Episode false) auto turns anomalous only with an alert, a
+// score at its threshold. A rule that holds its alert while Episode is
+// true (rules, "One incident, one page") then fires once per alert.
+// Logged per family: the alerts, and the firings of a rule without the
+// hold (one per turn to anomalous), which an incident in waves
+// multiplies.
+func TestSyntheticEpisodes(t *testing.T) {
+	seed := synthSeed(t)
+	cfg := detect.DefaultAutoConfig()
+	var alerts, turns int
+	for _, f := range families {
+		fa, ft := 0, 0
+		for i, s := range f.generate(seed) {
+			d := detect.NewAuto(cfg)
+			var prev detect.Verdict
+			for j := range s.values {
+				v := d.Observe(s.times[j], s.values[j])
+				if math.IsNaN(s.values[j]) {
+					continue // a missing value is skipped, its verdict the last one's
+				}
+				if v.State == detect.StateAnomalous && prev.State != detect.StateAnomalous {
+					ft++
+					if !prev.Episode {
+						require.GreaterOrEqual(t, v.Score, cfg.Threshold, "%s #%d row %d: anomalous outside an episode without an alert", f.name, i, j)
+					}
+				}
+				if v.Score >= cfg.Threshold && prev.State != detect.StateAnomalous {
+					fa++
+					require.False(t, prev.Episode, "%s #%d row %d: an alert within an open episode", f.name, i, j)
+				}
+				prev = v
+			}
+		}
+		t.Logf("%-18s alerts %4d, turns to anomalous %4d", f.name, fa, ft)
+		alerts, turns = alerts+fa, turns+ft
+	}
+	t.Logf("%-18s alerts %4d, turns to anomalous %4d", "ALL", alerts, turns)
 }
