@@ -98,9 +98,13 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 		// A lull within the detector's episode: the incident comes in
 		// waves, and the detector has not seen the series calm for long
 		// enough to end it. Resolving here and firing again at the next
-		// wave would page once per wave. keep_firing_for counts from the
-		// episode's end.
-		a.KeepFiringSince = time.Time{}
+		// wave would page once per wave. As for keep_firing_for,
+		// KeepFiringSince says since when the condition is false, and
+		// keep_firing_for counts from then: the alert resolves once the
+		// episode has ended and keep_firing_for has passed.
+		if a.KeepFiringSince.IsZero() {
+			a.KeepFiringSince = ts
+		}
 	case a.State == model.StateFiring:
 		if r.KeepFiringFor > 0 {
 			if a.KeepFiringSince.IsZero() {

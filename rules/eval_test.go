@@ -727,3 +727,50 @@ func TestAutoOutageInWavesIsOneIncident(t *testing.T) {
 	// nothing of why; the alert keeps the explanation before it.
 	require.NotEmpty(t, resolved[0].Explanation.Evidence, "the alert lost its explanation: %s", resolved[0].Explanation.Summary)
 }
+
+// TestHeldAlertAndKeepFiringFor: a firing alert holds while the
+// detector's episode is open (its condition false, KeepFiringSince set
+// at the lull's start, as keep_firing_for sets it), and resolves once
+// the episode has ended and keep_firing_for has passed since the
+// condition went false, whichever comes later.
+func TestHeldAlertAndKeepFiringFor(t *testing.T) {
+	r := &Rule{KeepFiringFor: 2 * time.Minute}
+	lc := Lifecycle{FlapWindow: time.Hour, ResolvedRetention: time.Hour}
+	fire := func() *alertState {
+		a := &alertState{}
+		a.step(t0, condition{active: true, known: true, value: 1}, r, lc)
+		require.Equal(t, model.StateFiring, a.State)
+		return a
+	}
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	held := condition{known: true, held: true}
+	ended := condition{known: true}
+
+	// A long episode: held for ten minutes, then resolved at its end,
+	// keep_firing_for having passed long before.
+	a := fire()
+	for m := 1; m <= 10; m++ {
+		a.step(at(m), held, r, lc)
+		require.Equal(t, model.StateFiring, a.State, "minute %d", m)
+		require.Equal(t, at(1), a.KeepFiringSince, "the condition went false at the lull's start")
+	}
+	a.step(at(11), ended, r, lc)
+	require.Equal(t, model.StateResolved, a.State)
+	require.Equal(t, at(11), a.ResolvedAt)
+
+	// A short episode: it ends a minute into the lull, and
+	// keep_firing_for holds the alert a minute more.
+	a = fire()
+	a.step(at(1), held, r, lc)
+	a.step(at(2), ended, r, lc)
+	require.Equal(t, model.StateFiring, a.State, "keep_firing_for has not passed")
+	a.step(at(3), ended, r, lc)
+	require.Equal(t, model.StateResolved, a.State)
+
+	// A new wave within the episode clears KeepFiringSince.
+	a = fire()
+	a.step(at(1), held, r, lc)
+	a.step(at(2), condition{active: true, known: true, held: true, value: 2}, r, lc)
+	require.True(t, a.KeepFiringSince.IsZero())
+	require.Equal(t, model.StateFiring, a.State)
+}
