@@ -1232,7 +1232,7 @@ func (a *Auto) routine(count uint64) bool {
 // samples the slice has seen and one more: routine's rule for the whole
 // series, applied where the crossings come at one time of day. A queue
 // that forms only at the busy hours, or a percentile that crosses a
-// histogram bucket's bound only at their traffic, steps out of its
+// histogram bucket's bound only at one hour's traffic, steps out of its
 // bounds about once a day at that hour. Under the series' rate (one in
 // a thousand samples, 1.4 a day at 1 minute) it paged every day
 // (TestAutoHourRoutine). A slice has a DayBuckets-th of the samples,
