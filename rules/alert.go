@@ -94,23 +94,19 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 	case a.State == model.StateFiring && c.warming && c.known:
 		// A detector that cannot judge yet (rebuilt after a config change,
 		// or cold after a lost snapshot) is no evidence of recovery: hold.
-	case a.State == model.StateFiring && c.held && c.known:
-		// A lull within the detector's episode: the incident comes in
-		// waves, and the detector has not seen the series calm for long
-		// enough to end it. Resolving here and firing again at the next
-		// wave would page once per wave. As for keep_firing_for,
-		// KeepFiringSince says since when the condition is false, and
-		// keep_firing_for counts from then: the alert resolves once the
-		// episode has ended and keep_firing_for has passed.
-		if a.KeepFiringSince.IsZero() {
-			a.KeepFiringSince = ts
-		}
 	case a.State == model.StateFiring:
-		if r.KeepFiringFor > 0 {
+		// The condition is false. KeepFiringSince says since when, and
+		// the alert holds while keep_firing_for has not passed since
+		// then, or while the detector's episode is open (c.held): a lull
+		// within an incident that comes in waves, which the detector has
+		// not seen calm for long enough to end. Resolving there and
+		// firing again at the next wave would page once per wave.
+		episode := c.held && c.known
+		if episode || r.KeepFiringFor > 0 {
 			if a.KeepFiringSince.IsZero() {
 				a.KeepFiringSince = ts
 			}
-			if ts.Sub(a.KeepFiringSince) < r.KeepFiringFor {
+			if episode || ts.Sub(a.KeepFiringSince) < r.KeepFiringFor {
 				break
 			}
 		}
