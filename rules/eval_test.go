@@ -286,6 +286,24 @@ func TestAnomalyAlertCarriesExplanation(t *testing.T) {
 	require.Equal(t, "level_shift", as[0].Explanation.Kind, "a persisting departure is a level shift")
 }
 
+// autoQueueRule returns a rule manager, closed with the test, with one
+// anomaly rule "Queue" over the series queue from src, judged by the
+// real auto detector; what it sends goes to rec.
+func autoQueueRule(t *testing.T, src *fakeSource, rec *recorder) *Manager {
+	t.Helper()
+	m, err := NewManager(Options{Source: src, Notify: rec.notify, OnTransition: rec.onTransition, Lookup: detect.Lookup, Kinds: detect.Kinds})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	require.NoError(t, m.ApplyConfig(testConfig(writeRules(t, t.TempDir(), "r.yml", `groups:
+  - name: g
+    rules:
+      - anomaly: Queue
+        expr: queue
+        detector: {type: auto}
+`))))
+	return m
+}
+
 // TestAutoExplanationSaysWhy: an auto rule's alert names what the
 // detector found unusual, in the explanation's evidence and in words in
 // its summary: a value far outside its recent spread, here (not yet a
@@ -299,18 +317,8 @@ func TestAutoExplanationSaysWhy(t *testing.T) {
 		}
 		return float64(10 + i%7) // within 10 to 16
 	}
-	src := vecSource(lset, func(string, time.Time) (float64, bool) { return val(i), true })
 	rec := &recorder{}
-	m, err := NewManager(Options{Source: src, Notify: rec.notify, Lookup: detect.Lookup, Kinds: detect.Kinds})
-	require.NoError(t, err)
-	defer m.Close()
-	require.NoError(t, m.ApplyConfig(testConfig(writeRules(t, t.TempDir(), "r.yml", `groups:
-  - name: g
-    rules:
-      - anomaly: Queue
-        expr: queue
-        detector: {type: auto}
-`))))
+	m := autoQueueRule(t, vecSource(lset, func(string, time.Time) (float64, bool) { return val(i), true }), rec)
 	var fired *model.Alert
 	for ; i <= 300 && fired == nil; i++ {
 		require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*time.Minute)))
@@ -679,18 +687,8 @@ func TestAutoOutageInWavesIsOneIncident(t *testing.T) {
 		}
 	}
 	i := 0
-	src := vecSource(lset, func(string, time.Time) (float64, bool) { return vals[i], true })
 	rec := &recorder{}
-	m, err := NewManager(Options{Source: src, Notify: rec.notify, OnTransition: rec.onTransition, Lookup: detect.Lookup, Kinds: detect.Kinds})
-	require.NoError(t, err)
-	defer m.Close()
-	require.NoError(t, m.ApplyConfig(testConfig(writeRules(t, t.TempDir(), "r.yml", `groups:
-  - name: g
-    rules:
-      - anomaly: Queue
-        expr: queue
-        detector: {type: auto}
-`))))
+	m := autoQueueRule(t, vecSource(lset, func(string, time.Time) (float64, bool) { return vals[i], true }), rec)
 	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Minute) }
 	// The same detector beside the rule's, to see its state in the lulls.
 	twin := detect.NewAuto(detect.DefaultAutoConfig())
