@@ -301,7 +301,12 @@ type Auto struct {
 	counts        bool
 	exMean, exVar float64
 	shortRun      uint64
-	fraction      bool // some value seen was not a whole number
+	// The lattice of counts the values lie on (see lattice.go): every
+	// value seen is a whole multiple of quantum, 1/perQuantum, within
+	// latticeTol steps; offLattice once there is none. fraction: the
+	// values are no counts (off any lattice, or on one of decimals).
+	perQuantum, quantum, latticeTol float64
+	offLattice, fraction            bool
 	// The level the highest and lowest values are measured from: a
 	// record must lie further from the level now than the highest
 	// (lowest) value lay from locHi (locLo), as well as beyond it, so
@@ -378,6 +383,7 @@ func NewAuto(c AutoConfig) *Auto {
 		spike:  NewEWMA(AlphaForHalfLife(c.SpikeHalfLife)),
 	}
 	a.setTrendMemory(c.SpikeHalfLife)
+	a.setLattice(1, wholeTol)
 	a.dep = newDepartures()
 	// The z of a score of half the threshold and of the threshold, at
 	// least 1: the likelihoods report a z below 1 as 0, calm.
@@ -418,8 +424,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.fitInterval()
 		}
 	}
-	if !a.fraction && x != math.Trunc(x) { // no store once set
-		a.fraction = true
+	if !a.offLattice && !a.onLattice(x) { // no store while on it
+		a.refineLattice(x)
 	}
 	loc := a.level.Loc()
 	now := loc + a.lag*a.slope // where the trend puts the level now
@@ -458,7 +464,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				quarter := hourSpread(b, loc, scale)
 				spread := quarter
 				if !a.fraction {
-					spread = countSpread(b, loc)
+					spread = countSpread(b, loc, a.quantum)
 				}
 				dev := math.Abs(x - b.Mean())
 				daily := dev / spread
@@ -527,8 +533,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		js := maxf(a.step.Scale(), scaleFloor(loc))
 		step := dev / js
 		change, changeSp = d, js
-		// A jump needs dev ≥ JumpZ·js (and, on whole numbers, dev² ≥
-		// JumpZ²·2·level); only then is its size worked out. The rarely
+		// A jump needs dev ≥ JumpZ·js (and, on counts, dev² ≥
+		// JumpZ²·2·quantum·level); only then is its size worked out. The rarely
 		// true comparison comes first.
 		if dev >= c.JumpZ*js && c.JumpZ > 0 && c.SpikeZ > 0 {
 			jump = dev / a.jumpSpread(js, loc) * c.SpikeZ / c.JumpZ
@@ -1304,13 +1310,13 @@ func (a *Auto) excursion(x float64, out bool, jump float64) {
 }
 
 // jumpSpread is the spread of changes a jump is measured in: js, the
-// robust spread of the series' changes, but on whole numbers at least
-// that of the difference of two Poisson counts at level loc, √(2 ×
-// level), so that the first few errors on a series of zeros are no jump
-// of infinite size.
+// robust spread of the series' changes, but on counts at least that of
+// the difference of two Poisson counts at level loc, √(2 × level) in
+// the counts' unit (quantum; see lattice.go), so that the first few
+// errors on a series of zeros are no jump of infinite size.
 func (a *Auto) jumpSpread(js, loc float64) float64 {
-	if pf := 2 * max(loc, 0.5); !a.fraction && js*js < pf {
-		return math.Sqrt(pf)
+	if q := a.quantum; !a.fraction && js*js < 2*q*max(loc, 0.5*q) {
+		return math.Sqrt(2 * q * max(loc, 0.5*q))
 	}
 	return js
 }
@@ -1382,20 +1388,22 @@ func (a *Auto) usualDistance(ts int64, x, loc float64, day *EWMA) float64 {
 // value: its own, but never below a quarter of the level's (scale at
 // level loc), since a slice's spread is noisy with few visits. On a
 // strong daily cycle the level's spread is the cycle's, so a night's
-// noise is judged by a quarter of the day's swing; on whole numbers
+// noise is judged by a quarter of the day's swing; on counts
 // Observe uses countSpread instead where it can (and says where not).
 func hourSpread(day *EWMA, loc, scale float64) float64 {
 	return maxf(maxf(day.Std(), 0.25*scale), scaleFloor(loc))
 }
 
-// countSpread is hourSpread for a series of whole numbers (counts): the
-// slice's own spread floored at a Poisson count's, sqrt(mean), instead
-// of a quarter of the level's. That is counting noise, which no number
+// countSpread is hourSpread for a series of counts (whole numbers, or
+// whole multiples of quantum; see lattice.go): the slice's own spread
+// floored at a Poisson count's, sqrt(mean) in units of quantum
+// (√(quantum × mean) in the series' own), instead of a quarter of the
+// level's. That is counting noise, which no number
 // of quiet visits can rule out and which does not grow with the daily
 // cycle. The time-of-day likelihood, the hour's spike and the verdict's
 // band use it on counts.
-func countSpread(day *EWMA, loc float64) float64 {
-	return maxf(maxf(day.Std(), math.Sqrt(max(day.Mean(), 0.5))), scaleFloor(loc))
+func countSpread(day *EWMA, loc, quantum float64) float64 {
+	return maxf(maxf(day.Std(), math.Sqrt(quantum*max(day.Mean(), 0.5*quantum))), scaleFloor(loc))
 }
 
 // recordZ is the surprise a record x is judged by (see extreme): its
@@ -1656,7 +1664,9 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.bool(a.counts)
 	w.f64(a.exMean)
 	w.f64(a.exVar)
-	w.bool(a.fraction)
+	w.bool(a.offLattice)
+	w.f64(a.perQuantum)
+	w.f64(a.latticeTol)
 	w.f64(a.runPeak)
 	w.i64(int64(a.runCalm))
 	w.f64(a.slope)
@@ -1715,7 +1725,14 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.counts = r.bool()
 	a.exMean = r.f64()
 	a.exVar = r.f64()
-	a.fraction = r.bool()
+	off := r.bool()
+	if m, tol := r.f64(), r.f64(); m >= 1 && m <= maxPerQuantum && m == math.Trunc(m) && tol >= 0 && tol <= latticeSlack {
+		a.setLattice(m, tol)
+	} else if r.err == nil {
+		r.err = errorf("lattice of 1/%v within %v", m, tol)
+	}
+	a.offLattice = off
+	a.fraction = a.fraction || off
 	a.setRunPeak(r.f64())
 	a.runCalm = int(r.i64())
 	a.slope = r.f64()

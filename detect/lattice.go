@@ -1,0 +1,140 @@
+package detect
+
+import "math"
+
+// Counts in another unit.
+//
+// auto models a series of whole numbers as counts: where a time-of-day
+// slice or the spread of changes is narrower than Poisson noise at its
+// level allows, Poisson noise is the floor (countSpread, jumpSpread).
+// The same counts exported in another unit are no longer whole: per
+// second over a one-minute window they are multiples of 1/60, and a
+// data set normalised by each series' range (as server-metric data
+// sets are published) holds multiples of 1/range. Without the count
+// model there, `auto` lost up to 6 points on the synthetic families of
+// sparse counts (docs/detectors.md, "Counts in another unit").
+//
+// So auto keeps the lattice the values lie on: perQuantum (m), a whole
+// number, such that every value seen so far is a whole multiple of
+// 1/m, to the precision the values are written with. It starts at 1
+// (whole numbers, counts as they were always modelled) and grows when a
+// value falls between the lattice's points: to the smallest multiple of
+// m that puts the value on it, found from the continued fraction of the
+// value in units of 1/m. The count model's floors are then Poisson's in
+// units of 1/m: variance quantum × level.
+//
+// A value lies on a lattice exactly (to a float sum's rounding), or to
+// its precision as written: a value with d decimals (0.075269, as a
+// data set printed to six decimals holds) is within half a unit of its
+// last decimal of the multiple it stands for; one with no short
+// decimal form is exact to a float's precision. Within that precision
+// a continued fraction finds a lattice for any value, so a lattice
+// that holds a value only to its precision must also be coarse enough
+// for the precision to tell its points apart (the error at most a
+// hundredth of a step): a series of measurements is then off any
+// lattice within a few samples.
+//
+// Values on no such lattice (none as coarse as the precision needs,
+// or finer than maxPerQuantum steps per unit) set offLattice, and the
+// count model is off for good. It is off too on a lattice of 10^d,
+// 2·10^d or 5·10^d steps (halves and fifths too), which is what
+// rounding to d decimals makes of any measurement: a CPU share printed
+// to three decimals is no count of thousandths. On NAB, whose
+// fractional series are such measurements, nothing changes.
+//
+// A measurement rounded to decimals and then normalised by its range
+// lies on a lattice too (a disk's fill in hundredths of a GB over a
+// range of 50.31 GB: 5,031 steps). maxPerQuantum, 1,000, keeps such
+// lattices out where they are fine: with 65,536 the disk_fill family
+// normalised so lost 6 points, with 1,000 none (docs/detectors.md).
+// Counts per second over windows up to a quarter of an hour, and
+// counts normalised by ranges up to 1,000, stay counts.
+const (
+	maxPerQuantum = 1000
+	// whole numbers' tolerance: a float sum's rounding, no more
+	wholeTol = 1e-9
+	// the largest error a lattice's points may carry, in steps
+	latticeSlack = 0.01
+	// the precision of a value with no decimal form shorter than a
+	// float's, relative to the value
+	floatPrecision = 1e-15
+)
+
+// onLattice reports whether x lies on the lattice of 1/m (m =
+// a.perQuantum) within latticeTol of its points, in steps; the common
+// case, checked on every sample until offLattice is set, is a
+// multiplication and a rounding.
+func (a *Auto) onLattice(x float64) bool {
+	y := x * a.perQuantum
+	return math.Abs(y-math.Round(y)) <= a.latticeTol
+}
+
+// refineLattice is called with a value x off the lattice of 1/m. It
+// moves to the coarsest lattice of 1/(m·j) that holds x to its
+// precision (every value seen before lies on it too, as 1/m is a
+// multiple of 1/(m·j)), or sets offLattice where there is none that
+// counts (see above).
+func (a *Auto) refineLattice(x float64) {
+	ax := math.Abs(x)
+	prec := precision(ax)
+	m := a.perQuantum
+	y := ax * m
+	// The convergents' denominators of y's fractional part are the
+	// smallest j for which y·j comes near a whole number.
+	r := y - math.Floor(y)
+	jPrev, j := 0.0, 1.0
+	for r > 0 {
+		inv := 1 / r
+		term := math.Floor(inv)
+		r = inv - term
+		jPrev, j = j, term*j+jPrev
+		mj := m * j
+		if mj > maxPerQuantum {
+			break
+		}
+		yj := ax * mj
+		switch e := math.Abs(yj - math.Round(yj)); {
+		case e <= wholeTol:
+			a.setLattice(mj, a.latticeTol)
+			return
+		case e <= prec*mj && prec*mj <= latticeSlack:
+			a.setLattice(mj, max(a.latticeTol, prec*mj))
+			return
+		}
+	}
+	a.offLattice, a.fraction = true, true
+}
+
+// setLattice sets the lattice of 1/m, m a whole number, with a
+// tolerance of tol steps. A lattice of decimal steps is kept, as a
+// value off it may still show a lattice of counts (the first of
+// sixteenths may be 0.5), but the count model is off on it.
+func (a *Auto) setLattice(m, tol float64) {
+	a.perQuantum, a.quantum, a.latticeTol = m, 1/m, tol
+	a.fraction = m > 1 && decimalSteps(m)
+}
+
+// precision is the error x ≥ 0 may carry as written: half a unit of its
+// last decimal where it has a decimal form of at most 12 significant
+// digits, else a float's.
+func precision(x float64) float64 {
+	for d := 0; d <= 15; d++ {
+		v := x * math.Pow10(d)
+		if v > 1e12 {
+			break
+		}
+		if math.Abs(v-math.Round(v)) <= 1e-13*max(v, 1) {
+			return math.Pow10(-d) / 2
+		}
+	}
+	return max(x*floatPrecision, 1e-300)
+}
+
+// decimalSteps reports whether m (at least 2) steps per unit are 10^d,
+// 2·10^d or 5·10^d for some d ≥ 0: what rounding to d decimals gives.
+func decimalSteps(m float64) bool {
+	for math.Mod(m, 10) == 0 {
+		m /= 10
+	}
+	return m == 1 || m == 2 || m == 5
+}
