@@ -1,7 +1,9 @@
 package nab
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +46,33 @@ func TestReadFile(t *testing.T) {
 			require.Equal(t, "cat", f.Category())
 		})
 	}
+}
+
+// TestParseNABTimeAsTimeParse: the fast path for NAB's layout reads
+// every timestamp as time.Parse does and takes none time.Parse refuses
+// (the 29th of February of 2015, the 31st of April, hour 24), over
+// random and edge dates.
+func TestParseNABTimeAsTimeParse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	cases := []string{"2016-02-29 12:00:00", "2015-02-29 12:00:00", "2014-04-31 00:00:00",
+		"2014-04-30 24:00:00", "2014-04-30 23:60:00", "2014-04-30 23:59:60", "0000-01-01 00:00:00",
+		"2014-00-10 00:00:00", "2014-13-10 00:00:00", "2014-01-00 00:00:00", "2014-01-0a 00:00:00",
+		"2014-01-01T00:00:00", "2014-01-01 00:00:0"}
+	for range 20000 {
+		cases = append(cases, fmt.Sprintf("%04d-%02d-%02d %02d:%02d:%02d", 1990+rng.IntN(50),
+			rng.IntN(14), rng.IntN(33), rng.IntN(26), rng.IntN(62), rng.IntN(62)))
+	}
+	fast := 0
+	for _, in := range cases {
+		want, err := time.Parse(timeLayout, in)
+		got, ok := parseNABTime(in)
+		require.Equal(t, err == nil, ok, in)
+		if ok {
+			fast++
+			require.True(t, want.Equal(got), "%q read as %v, time.Parse %v", in, got, want)
+		}
+	}
+	require.Greater(t, fast, 5000, "dates read by the fast path")
 }
 
 func TestParseTime(t *testing.T) {

@@ -1,9 +1,10 @@
 package nab
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 )
 
 // Profile is a NAB application profile: the weights of a true positive, a
@@ -71,12 +72,14 @@ func Normalize(raw float64, windows int, p Profile) float64 {
 }
 
 // rowWeights returns, for each scored row of a file, the value of a
-// detection there and the window it falls in (-1 outside every window).
+// detection there and the window it falls in (-1 outside every window),
+// in weight and window grown to rows (buffers a caller reuses).
 // Inside window w with last row R and width W the value is
 // A_TP*sigma(-(R-i+1)/W)/sigma(-1) (only the earliest detection counts);
 // outside, A_FP*sigma((i-R)/(W-1)) for the nearest preceding window, or
 // -A_FP before the first window.
-func rowWeights(windows []Window, rows int, p Profile, weight []float64, window []int32) {
+func rowWeights(windows []Window, rows int, p Profile, weight []float64, window []int32) ([]float64, []int32) {
+	weight, window = grow(weight, rows), grow(window, rows)
 	tpNorm := ScaledSigmoid(-1)
 	prev := -1 // index of the last window that ends before the current row
 	next := 0  // index of the first window that does not end before the row
@@ -105,6 +108,16 @@ func rowWeights(windows []Window, rows int, p Profile, weight []float64, window 
 		y := float64(i-w.Last) / float64(w.Width()-1)
 		weight[i] = p.FP * ScaledSigmoid(y)
 	}
+	return weight, window
+}
+
+// grow returns s resliced to n elements, reallocated if its capacity is
+// smaller, for a buffer reused from file to file.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // Score scores every series at one threshold: rows with score >= threshold
@@ -112,11 +125,11 @@ func rowWeights(windows []Window, rows int, p Profile, weight []float64, window 
 func Score(series []Series, p Profile, threshold float64) Outcome {
 	o := Outcome{Profile: p, Threshold: threshold}
 	nWindows := 0
+	var weight []float64
+	var window []int32
 	for _, s := range series {
 		n := len(s.Scores)
-		weight := make([]float64, n)
-		window := make([]int32, n)
-		rowWeights(s.Windows, n, p, weight, window)
+		weight, window = rowWeights(s.Windows, n, p, weight, window)
 		caught := make([]bool, len(s.Windows))
 		for i := Probation(n); i < n; i++ {
 			if clean(s.Scores[i]) < threshold {
@@ -148,7 +161,10 @@ func Score(series []Series, p Profile, threshold float64) Outcome {
 // Optimize finds the threshold that maximises the total raw score: the
 // candidates are every score value emitted on a scored row plus NeverDetect,
 // and ties go to the higher threshold. It sweeps the rows once in descending
-// score order, so it costs O(n log n) for n rows.
+// score order, so it costs O(n log n) for n rows. Rows that score 0 (most
+// of them: a detector scores an alert's first row, not the rows between
+// alerts) are one group, swept last without sorting, so the sort and its
+// memory are only the other rows'.
 func Optimize(series []Series, p Profile) Outcome {
 	type row struct {
 		score  float64
@@ -158,21 +174,25 @@ func Optimize(series []Series, p Profile) Outcome {
 	}
 	var rows []row
 	nWindows := 0
+	var weight []float64
+	var window []int32
 	for _, s := range series {
 		n := len(s.Scores)
-		weight := make([]float64, n)
-		window := make([]int32, n)
-		rowWeights(s.Windows, n, p, weight, window)
+		weight, window = rowWeights(s.Windows, n, p, weight, window)
 		for i := Probation(n); i < n; i++ {
+			v := clean(s.Scores[i])
+			if v == 0 {
+				continue
+			}
 			w := window[i]
 			if w >= 0 {
 				w += int32(nWindows)
 			}
-			rows = append(rows, row{score: clean(s.Scores[i]), weight: weight[i], window: w, index: int32(i)})
+			rows = append(rows, row{score: v, weight: weight[i], window: w, index: int32(i)})
 		}
 		nWindows += len(s.Windows)
 	}
-	sort.Slice(rows, func(a, b int) bool { return rows[a].score > rows[b].score })
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(b.score, a.score) })
 
 	// best[w] is the value window w currently contributes; earliest[w] the
 	// row of its earliest detection so far (-1: none yet).
@@ -184,23 +204,54 @@ func Optimize(series []Series, p Profile) Outcome {
 	}
 	raw := -p.FN * float64(nWindows)
 	bestRaw, bestThreshold := raw, NeverDetect
+	detect := func(weight float64, window, index int32) {
+		if window < 0 {
+			raw += weight
+			return
+		}
+		if e := earliest[window]; e < 0 || index < e {
+			raw += weight - best[window]
+			best[window] = weight
+			earliest[window] = index
+		}
+	}
+	zeros := false // whether the rows that score 0 have been swept
+	sweepZeros := func() {
+		zeros = true
+		base := int32(0)
+		for _, s := range series {
+			n := len(s.Scores)
+			weight, window = rowWeights(s.Windows, n, p, weight, window)
+			for i := Probation(n); i < n; i++ {
+				if clean(s.Scores[i]) != 0 {
+					continue
+				}
+				w := window[i]
+				if w >= 0 {
+					w += base
+				}
+				detect(weight[i], w, int32(i))
+			}
+			base += int32(len(s.Windows))
+		}
+		if raw > bestRaw {
+			bestRaw, bestThreshold = raw, 0
+		}
+	}
 	for i := 0; i < len(rows); {
 		t := rows[i].score
+		if t < 0 && !zeros {
+			sweepZeros()
+		}
 		for ; i < len(rows) && rows[i].score == t; i++ {
-			r := rows[i]
-			if r.window < 0 {
-				raw += r.weight
-				continue
-			}
-			if e := earliest[r.window]; e < 0 || r.index < e {
-				raw += r.weight - best[r.window]
-				best[r.window] = r.weight
-				earliest[r.window] = r.index
-			}
+			detect(rows[i].weight, rows[i].window, rows[i].index)
 		}
 		if raw > bestRaw {
 			bestRaw, bestThreshold = raw, t
 		}
+	}
+	if !zeros {
+		sweepZeros()
 	}
 	// Score again at the chosen threshold so that the reported figure has no
 	// accumulated rounding from the sweep.

@@ -113,6 +113,24 @@ func TestOptimizeTiesGoToHigherThreshold(t *testing.T) {
 	require.Equal(t, 1.0, o.Raw)
 }
 
+// TestOptimizeDetectEverything: where only detecting every row catches
+// a window, the threshold is the lowest score, 0 (the rows that score
+// 0 are swept as one group after the others), or below it.
+func TestOptimizeDetectEverything(t *testing.T) {
+	win := []Window{{First: 15, Last: 99}} // every scored row of 100
+	s := make([]float64, 100)
+	o := Optimize([]Series{{Windows: win, Scores: s}}, Standard)
+	require.Equal(t, 0.0, o.Threshold)
+	require.Equal(t, 1, o.TP)
+	for i := range s {
+		s[i] = -0.5
+	}
+	s[50] = 0
+	o = Optimize([]Series{{Windows: win, Scores: s}}, Standard)
+	require.Equal(t, -0.5, o.Threshold, "the window's first rows score -0.5, below its one 0")
+	require.InDelta(t, Score([]Series{{Windows: win, Scores: s}}, Standard, -0.5).Raw, o.Raw, 1e-12)
+}
+
 func TestOptimizeMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var series []Series
@@ -125,9 +143,18 @@ func TestOptimizeMatchesBruteForce(t *testing.T) {
 		s := make([]float64, n)
 		for i := range s {
 			s[i] = math.Round(rng.Float64()*50) / 50 // many ties
+			switch {
+			case f%2 == 0 && rng.IntN(10) > 0:
+				s[i] = 0 // mostly 0, as a detector scores between alerts
+			case rng.IntN(40) == 0:
+				s[i] = math.NaN() // scores as 0
+			}
 		}
 		series = append(series, Series{Windows: wins, Scores: s})
 	}
+	// A score below 0 (no detector of seismo's gives one) sorts below
+	// the rows that score 0.
+	series[1].Scores[series[1].Windows[0].First] = -0.5
 	for _, p := range Profiles() {
 		t.Run(p.Name, func(t *testing.T) {
 			got := Optimize(series, p)
@@ -135,6 +162,7 @@ func TestOptimizeMatchesBruteForce(t *testing.T) {
 			seen := map[float64]bool{}
 			for _, s := range series {
 				for _, v := range s.Scores[Probation(len(s.Scores)):] {
+					v = clean(v)
 					if seen[v] {
 						continue
 					}
@@ -164,4 +192,30 @@ func TestScoreNaNIsNeverADetection(t *testing.T) {
 	o = Optimize(series, Standard)
 	require.Equal(t, 1.0, o.Threshold)
 	require.Equal(t, 1.0, o.Raw)
+}
+
+// BenchmarkOptimize: the threshold sweep over a million scored rows
+// of which 5 % score above 0, as a detector's alerts and the peaks
+// between them do, in 20 files of 10 windows each.
+func BenchmarkOptimize(b *testing.B) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	var series []Series
+	for range 20 {
+		n := 50_000
+		var wins []Window
+		for start := 1000; start+200 < n; start += n / 10 {
+			wins = append(wins, Window{First: start, Last: start + 200})
+		}
+		s := make([]float64, n)
+		for i := range s {
+			if rng.IntN(20) == 0 {
+				s[i] = rng.Float64()
+			}
+		}
+		series = append(series, Series{Windows: wins, Scores: s})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		Optimize(series, Standard)
+	}
 }
