@@ -46,7 +46,8 @@ import "math"
 // lies on a lattice too (a disk's fill in hundredths of a GB over a
 // range of 50.31 GB: 5,031 steps). maxPerQuantum, 1,000, keeps such
 // lattices out where they are fine: with 65,536 the disk_fill family
-// normalised so lost 6 points, with 1,000 none (docs/detectors.md).
+// divided by its largest value lost 6 points, with 1,000 nothing
+// (docs/detectors.md).
 // Counts per second over windows up to a quarter of an hour, and
 // counts normalised by ranges up to 1,000, stay counts.
 const (
