@@ -90,16 +90,19 @@ func (a *Auto) refineLattice(x float64) {
 		r = inv - term
 		jPrev, j = j, term*j+jPrev
 		mj := m * j
-		if mj > maxPerQuantum {
+		// The values seen before lie on the finer lattice with the
+		// same error, j times as many of its steps.
+		carried := a.latticeTol * j
+		if mj > maxPerQuantum || carried > latticeSlack {
 			break
 		}
 		yj := ax * mj
 		switch e := math.Abs(yj - math.Round(yj)); {
 		case e <= wholeTol:
-			a.setLattice(mj, a.latticeTol)
+			a.setLattice(mj, max(carried, wholeTol))
 			return
 		case e <= prec*mj && prec*mj <= latticeSlack:
-			a.setLattice(mj, max(a.latticeTol, prec*mj))
+			a.setLattice(mj, max(carried, prec*mj))
 			return
 		}
 	}

@@ -102,3 +102,33 @@ func TestAutoLatticeSnapshot(t *testing.T) {
 	require.Equal(t, [2]float64{a.perQuantum, a.latticeTol}, [2]float64{b.perQuantum, b.latticeTol})
 	require.False(t, b.fraction)
 }
+
+// FuzzLattice feeds arbitrary values to the lattice: it must end, keep
+// a whole number of steps per unit within its bound, and, while it holds
+// one, hold every value seen (each a multiple of 1/m to its tolerance).
+func FuzzLattice(f *testing.F) {
+	f.Add(0.5, 0.125, 7.0/60, 3.0)
+	f.Add(0.032258, 0.451613, 1.0, 0.0)
+	f.Add(0.134, 0.2, 1e-310, -2.5)
+	f.Add(math.Pi, 1e300, -0.0, 5e-324)
+	f.Fuzz(func(t *testing.T, x1, x2, x3, x4 float64) {
+		a := NewAuto(DefaultAutoConfig())
+		var seen []float64
+		for i, x := range []float64{x1, x2, x3, x4} {
+			a.Observe(int64(i)*60_000, x)
+			if finite(x) {
+				seen = append(seen, x)
+			}
+			m := a.perQuantum
+			require.True(t, m >= 1 && m <= maxPerQuantum && m == math.Trunc(m), "steps per unit %v", m)
+			require.Equal(t, 1/m, a.quantum)
+			if a.offLattice {
+				require.True(t, a.fraction)
+				continue
+			}
+			for _, v := range seen {
+				require.True(t, a.onLattice(v), "%v off the lattice of 1/%v (tolerance %v) after %v", v, m, a.latticeTol, seen)
+			}
+		}
+	})
+}

@@ -21,6 +21,7 @@ fuzzers=(
 	"./demo FuzzPayloads"
 	"./detect/nab FuzzReadFileAndWindows"
 	"./detect FuzzSnapshot"
+	"./detect FuzzLattice"
 )
 failed=0
 for f in "${fuzzers[@]}"; do
