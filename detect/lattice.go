@@ -31,8 +31,9 @@ import "math"
 // a continued fraction finds a lattice for any value, so a lattice
 // that holds a value only to its precision must also be coarse enough
 // for the precision to tell its points apart (the error at most a
-// hundredth of a step): a series of measurements is then off any
-// lattice within a few samples.
+// hundredth of a step), and so must the values before it, whose error
+// is more of a finer lattice's steps: a series of measurements is then
+// off any lattice within a few samples.
 //
 // Values on no such lattice (none as coarse as the precision needs,
 // or finer than maxPerQuantum steps per unit) set offLattice, and the
