@@ -1403,7 +1403,9 @@ func hourSpread(day *EWMA, loc, scale float64) float64 {
 // cycle. The time-of-day likelihood, the hour's spike and the verdict's
 // band use it on counts.
 func countSpread(day *EWMA, loc, quantum float64) float64 {
-	return maxf(maxf(day.Std(), math.Sqrt(quantum*max(day.Mean(), 0.5*quantum))), scaleFloor(loc))
+	// One square root of the larger variance: the same as the larger of
+	// the two roots, as the root is monotone.
+	return maxf(math.Sqrt(maxf(day.Var(), quantum*max(day.Mean(), 0.5*quantum))), scaleFloor(loc))
 }
 
 // recordZ is the surprise a record x is judged by (see extreme): its

@@ -80,6 +80,33 @@ func BenchmarkDetector(b *testing.B) {
 	}
 }
 
+// BenchmarkAutoCounts times auto's Observe on counts: the benchmark's
+// series rounded to whole numbers, and the same per second over a minute
+// (on the lattice of 1/60; see lattice.go). Counts take the count model's
+// path (Poisson floors), and the likelihoods reach their tails, where
+// scores are worked out, more often than on the measurement above.
+func BenchmarkAutoCounts(b *testing.B) {
+	for _, unit := range []struct {
+		name string
+		div  float64
+	}{{"whole", 1}, {"per_second", 60}} {
+		b.Run(unit.name, func(b *testing.B) {
+			vs := make([]float64, len(benchValues))
+			for i, v := range benchValues {
+				vs[i] = math.Round(v) / unit.div
+			}
+			d := newDetector(b, "auto")
+			for i := range 5000 {
+				d.Observe(int64(i)*60_000, vs[i&benchMask])
+			}
+			b.ReportAllocs()
+			for i := 5000; b.Loop(); i++ {
+				d.Observe(int64(i)*60_000, vs[i&benchMask])
+			}
+		})
+	}
+}
+
 func BenchmarkAutoSnapshot(b *testing.B) {
 	d := newDetector(b, "auto")
 	for i := range 5000 {
