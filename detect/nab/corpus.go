@@ -207,8 +207,8 @@ func Load(dir string) (*Corpus, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open data file: %w", err)
 		}
-		// One row a line, less the header: the slices are made that
-		// long once, not grown (a large corpus's load was mostly that).
+		// At most one row a line: the slices are made that long once,
+		// not grown (a large corpus's load was mostly that).
 		f, err := readFile(name, bytes.NewReader(b), bytes.Count(b, []byte{'\n'}))
 		if err != nil {
 			return nil, fmt.Errorf("read %q: %w", p, err)

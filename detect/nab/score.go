@@ -163,8 +163,9 @@ func Score(series []Series, p Profile, threshold float64) Outcome {
 // and ties go to the higher threshold. It sweeps the rows once in descending
 // score order, so it costs O(n log n) for n rows. Rows that score 0 (most
 // of them: a detector scores an alert's first row, not the rows between
-// alerts) are one group, swept last without sorting, so the sort and its
-// memory are only the other rows'.
+// alerts) are one group, swept last without sorting: outside windows only
+// the sum of their values counts, and inside one only its earliest such
+// row, so the sort and its memory are only the other rows'.
 func Optimize(series []Series, p Profile) Outcome {
 	type row struct {
 		score  float64
@@ -173,6 +174,8 @@ func Optimize(series []Series, p Profile) Outcome {
 		index  int32 // row index in its file, for "earliest detection"
 	}
 	var rows []row
+	var zeroFP float64 // the rows that score 0 outside windows, summed
+	var zeroTP []row   // the earliest row that scores 0 in each window that has one
 	nWindows := 0
 	var weight []float64
 	var window []int32
@@ -180,15 +183,19 @@ func Optimize(series []Series, p Profile) Outcome {
 		n := len(s.Scores)
 		weight, window = rowWeights(s.Windows, n, p, weight, window)
 		for i := Probation(n); i < n; i++ {
-			v := clean(s.Scores[i])
-			if v == 0 {
-				continue
-			}
 			w := window[i]
 			if w >= 0 {
 				w += int32(nWindows)
 			}
-			rows = append(rows, row{score: v, weight: weight[i], window: w, index: int32(i)})
+			r := row{score: clean(s.Scores[i]), weight: weight[i], window: w, index: int32(i)}
+			switch {
+			case r.score != 0:
+				rows = append(rows, r)
+			case w < 0:
+				zeroFP += r.weight
+			case len(zeroTP) == 0 || zeroTP[len(zeroTP)-1].window != w:
+				zeroTP = append(zeroTP, r)
+			}
 		}
 		nWindows += len(s.Windows)
 	}
@@ -204,35 +211,23 @@ func Optimize(series []Series, p Profile) Outcome {
 	}
 	raw := -p.FN * float64(nWindows)
 	bestRaw, bestThreshold := raw, NeverDetect
-	detect := func(weight float64, window, index int32) {
-		if window < 0 {
-			raw += weight
+	detect := func(r row) {
+		if r.window < 0 {
+			raw += r.weight
 			return
 		}
-		if e := earliest[window]; e < 0 || index < e {
-			raw += weight - best[window]
-			best[window] = weight
-			earliest[window] = index
+		if e := earliest[r.window]; e < 0 || r.index < e {
+			raw += r.weight - best[r.window]
+			best[r.window] = r.weight
+			earliest[r.window] = r.index
 		}
 	}
 	zeros := false // whether the rows that score 0 have been swept
 	sweepZeros := func() {
 		zeros = true
-		base := int32(0)
-		for _, s := range series {
-			n := len(s.Scores)
-			weight, window = rowWeights(s.Windows, n, p, weight, window)
-			for i := Probation(n); i < n; i++ {
-				if clean(s.Scores[i]) != 0 {
-					continue
-				}
-				w := window[i]
-				if w >= 0 {
-					w += base
-				}
-				detect(weight[i], w, int32(i))
-			}
-			base += int32(len(s.Windows))
+		raw += zeroFP
+		for _, r := range zeroTP {
+			detect(r)
 		}
 		if raw > bestRaw {
 			bestRaw, bestThreshold = raw, 0
@@ -244,7 +239,7 @@ func Optimize(series []Series, p Profile) Outcome {
 			sweepZeros()
 		}
 		for ; i < len(rows) && rows[i].score == t; i++ {
-			detect(rows[i].weight, rows[i].window, rows[i].index)
+			detect(rows[i])
 		}
 		if raw > bestRaw {
 			bestRaw, bestThreshold = raw, t

@@ -129,6 +129,11 @@ func TestOptimizeDetectEverything(t *testing.T) {
 	o = Optimize([]Series{{Windows: win, Scores: s}}, Standard)
 	require.Equal(t, -0.5, o.Threshold, "the window's first rows score -0.5, below its one 0")
 	require.InDelta(t, Score([]Series{{Windows: win, Scores: s}}, Standard, -0.5).Raw, o.Raw, 1e-12)
+	// Where the rows that score 0 outside the window cost more than the
+	// window gains, no threshold that detects them is best.
+	long := make([]float64, 1000)
+	o = Optimize([]Series{{Windows: []Window{{First: 900, Last: 999}}, Scores: long}}, Standard)
+	require.Equal(t, NeverDetect, o.Threshold, "750 false alarms for one window")
 }
 
 func TestOptimizeMatchesBruteForce(t *testing.T) {
