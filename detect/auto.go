@@ -1315,8 +1315,8 @@ func (a *Auto) excursion(x float64, out bool, jump float64) {
 // the counts' unit (quantum; see lattice.go), so that the first few
 // errors on a series of zeros are no jump of infinite size.
 func (a *Auto) jumpSpread(js, loc float64) float64 {
-	if q := a.quantum; !a.fraction && js*js < 2*q*max(loc, 0.5*q) {
-		return math.Sqrt(2 * q * max(loc, 0.5*q))
+	if pf := 2 * a.quantum * max(loc, 0.5*a.quantum); !a.fraction && js*js < pf {
+		return math.Sqrt(pf)
 	}
 	return js
 }

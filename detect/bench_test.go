@@ -67,16 +67,19 @@ func BenchmarkLikelihood(b *testing.B) {
 // univariate kind.
 func BenchmarkDetector(b *testing.B) {
 	for _, kind := range []string{"auto", "ewma", "mad", "cusum", "seasonal", "zscore"} {
-		b.Run(kind, func(b *testing.B) {
-			d := newDetector(b, kind)
-			for i := range 5000 {
-				d.Observe(int64(i)*60_000, benchValues[i&benchMask])
-			}
-			b.ReportAllocs()
-			for i := 5000; b.Loop(); i++ {
-				d.Observe(int64(i)*60_000, benchValues[i&benchMask])
-			}
-		})
+		b.Run(kind, func(b *testing.B) { benchObserve(b, newDetector(b, kind), benchValues) })
+	}
+}
+
+// benchObserve times d's Observe over vs (benchMask+1 values, repeated
+// at one-minute steps) after a warm-up of 5,000 samples.
+func benchObserve(b *testing.B, d Detector, vs []float64) {
+	for i := range 5000 {
+		d.Observe(int64(i)*60_000, vs[i&benchMask])
+	}
+	b.ReportAllocs()
+	for i := 5000; b.Loop(); i++ {
+		d.Observe(int64(i)*60_000, vs[i&benchMask])
 	}
 }
 
@@ -95,14 +98,7 @@ func BenchmarkAutoCounts(b *testing.B) {
 			for i, v := range benchValues {
 				vs[i] = math.Round(v) / unit.div
 			}
-			d := newDetector(b, "auto")
-			for i := range 5000 {
-				d.Observe(int64(i)*60_000, vs[i&benchMask])
-			}
-			b.ReportAllocs()
-			for i := 5000; b.Loop(); i++ {
-				d.Observe(int64(i)*60_000, vs[i&benchMask])
-			}
+			benchObserve(b, newDetector(b, "auto"), vs)
 		})
 	}
 }
