@@ -193,15 +193,26 @@ func TestSeasonalBucketCache(t *testing.T) {
 	s := NewSeasonal(100, 7, 0.5)
 	rng := rand.New(rand.NewPCG(4, 4))
 	ts := int64(-1000)
-	for range 5000 {
-		if rng.IntN(4) == 0 {
+	for range 20000 {
+		switch rng.IntN(4) {
+		case 0:
 			ts = rng.Int64N(2000) - 1000 // jump anywhere, even backwards
-		} else {
+		case 1:
+			ts += 14 + rng.Int64N(3) - 1 // about a bucket on: the next one, or just short of it
+		default:
 			ts += rng.Int64N(5)
 		}
 		off := ((ts % 100) + 100) % 100
 		want := int(min(off/14, 6))
 		require.Equal(t, want, s.Bucket(ts), "ts %d", ts)
+		// The cached span is the bucket's, which the day's profile
+		// reads for a sample's place within it.
+		from := ts - off + int64(want)*14
+		till := from + 14
+		if want == 6 {
+			till = ts - off + 100
+		}
+		require.Equal(t, [2]int64{from, till}, [2]int64{s.lastFrom, s.lastTill}, "ts %d", ts)
 	}
 }
 

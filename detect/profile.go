@@ -232,7 +232,10 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, surpriseCap
 	// The visit's sum; a sample in the slice's span of another day
 	// closes the last visit.
 	if sl.cnt > 0 && s.lastFrom != sl.from {
-		pv := &p.slices[(i+len(p.slices)-1)%len(p.slices)]
+		pv := &p.slices[len(p.slices)-1] // the slice before i, across midnight for 0
+		if i > 0 {
+			pv = &p.slices[i-1]
+		}
 		rise0, lag0, rises := p.rise.mean, p.lag.mean, p.rise.n
 		m := sl.sum / sl.cnt
 		if sl.days == 0 {
@@ -353,7 +356,12 @@ func (p *dayProfile) weekSpan(from int64, i int) {
 	n := len(p.slices)
 	d := weekday(from)
 	at := func(d, i int) float64 {
-		i = (i + n) % n
+		// i is within one slice of 0..n-1: wrapped without a division.
+		if i < 0 {
+			i += n
+		} else if i >= n {
+			i -= n
+		}
 		r := float64(p.week[d*n+i])
 		if r != r { // not seen yet
 			return 0
