@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kingpin/v2"
 	"golang.org/x/term"
 
+	"github.com/seismo-agent/seismo/detect"
 	"github.com/seismo-agent/seismo/detect/nab"
 )
 
@@ -92,7 +93,11 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 	if n := len(corpus.Warnings); n > 0 {
 		fmt.Fprintf(stdout, " (%d label repairs, listed on stderr)", n)
 	}
-	fmt.Fprint(stdout, "\n\n")
+	fmt.Fprint(stdout, "\n")
+	if n := rowNumbered(corpus); n > 0 {
+		fmt.Fprintf(stdout, "%d of %d files are timestamped by row number (a second apart from 1970): auto judges them without the time of day\n", n, len(corpus.Files))
+	}
+	fmt.Fprint(stdout, "\n")
 	fmt.Fprintf(stdout, "%-20s %7s  %-10s %4s %4s %5s\n", "profile", "score", "threshold", "TP", "FN", "FP")
 	for _, r := range report.Optimized {
 		fmt.Fprintf(stdout, "%-20s %7.2f  %-10.6g %4d %4d %5d\n", r.Profile.Name, r.Normalized, r.Threshold, r.TP, r.FN, r.FP)
@@ -234,4 +239,27 @@ func categoryScore(o nab.Outcome, windows int) string {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// rowNumbered counts the files whose timestamps are row numbers, as auto
+// tells them (detect.RowNumbers): by the first timestamp and the least
+// interval within the warm-up's samples.
+func rowNumbered(c *nab.Corpus) int {
+	n := 0
+	warm := detect.DefaultAutoConfig().WarmUp
+	for _, f := range c.Files {
+		if len(f.Times) < 2 {
+			continue
+		}
+		step := int64(0)
+		for i := 1; i <= warm && i < len(f.Times); i++ {
+			if d := f.Times[i] - f.Times[i-1]; d > 0 && (step == 0 || d < step) {
+				step = d
+			}
+		}
+		if detect.RowNumbers(f.Times[0], step) {
+			n++
+		}
+	}
+	return n
 }

@@ -108,6 +108,41 @@ func TestBenchNAB(t *testing.T) {
 	}
 }
 
+// TestBenchNABRowNumbers runs a corpus timestamped by row number, as
+// data sets without times publish their rows (1, 2, 3, ..., read as
+// Unix seconds): the report says which files auto judges without the
+// time of day, and says nothing of the kind for a corpus with times.
+func TestBenchNABRowNumbers(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("timestamp,value\n")
+	for i := range 600 {
+		v := 10 + i%3
+		if i == 500 {
+			v = 90
+		}
+		fmt.Fprintf(&b, "%d,%d\n", i+1, v)
+	}
+	files := map[string]string{
+		"data/cat/series.csv":          b.String(),
+		"labels/combined_windows.json": `{"cat/series.csv": [["480", "520"]]}`,
+	}
+	for p, content := range files {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(content), 0o644))
+	}
+	const note = "timestamped by row number"
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, runCLI(context.Background(), []string{"bench", "nab", "--data", dir}, &stdout, &stderr, nil), stderr.String())
+	require.Contains(t, stdout.String(), "1 of 1 files are "+note)
+	require.Contains(t, stdout.String(), "standard")
+
+	stdout.Reset()
+	require.Equal(t, 0, runCLI(context.Background(), []string{"bench", "nab", "--data", writeNABCorpus(t)}, &stdout, &stderr, nil), stderr.String())
+	require.NotContains(t, stdout.String(), note)
+}
+
 // TestBenchNABUntidyLabels runs the benchmark over labels as real
 // exports have them (a window in a gap of the data, windows overlapping
 // and out of order, RFC 3339 timestamps, a byte-order mark before the
