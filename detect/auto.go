@@ -1449,9 +1449,10 @@ const clockEpoch = 946_684_800_000
 // fitClock sets noClock once the warm-up has measured the interval (and
 // again on restore): the series' timestamps are row numbers, not times,
 // where its samples are a second apart or less and it began before 2000.
-// That is how a series without times reads: a data set's rows numbered
-// 1, 2, 3, ... are Unix seconds from 1970 (Yahoo's web-traffic set), and
-// so is a row index that a conversion to NAB's layout writes as a time.
+// That is how a series without times reads: public data sets that
+// number their rows 1, 2, 3, ... instead of timing them give Unix
+// seconds from 1970, and so does a row index that a conversion to NAB's
+// layout writes as a time.
 // On such a series the time of day, the day's wait before records count
 // and the fitting of windows to a sub-minute interval all rest on a
 // clock that is not there: NAB's corpus so retimed scored 22.65 against
