@@ -246,7 +246,8 @@ var moreFamilies = []family{
 // the variable. SEISMO_NAB_DETECTOR=auto with SEISMO_NAB_CONFIG sets
 // auto's config as in the other tests; SEISMO_SYNTH_UNITS=range or max
 // rescales each series first (see rescaled), and SEISMO_SYNTH_TIMES=rows
-// replaces its timestamps by row numbers (see retimed).
+// replaces its timestamps by row numbers, shift:M moves them by M minutes
+// (see retimed).
 func TestSyntheticMeans(t *testing.T) {
 	spec := os.Getenv("SEISMO_SYNTH_SEEDS")
 	if spec == "" {
@@ -319,21 +320,36 @@ func rescaled(series []synthSeries, units string) []synthSeries {
 
 // retimed returns the series with other timestamps: "rows" numbers the
 // rows 1, 2, 3, ... as Unix seconds, as data sets without times publish
-// them (see fitClock); "" keeps the times drawn.
+// them (see fitClock); "shift:M" moves every timestamp M minutes later,
+// so that the samples fall elsewhere within the detector's hours; ""
+// keeps the times drawn.
 func retimed(series []synthSeries, times string) []synthSeries {
-	switch times {
-	case "":
+	shift, rows := int64(0), false
+	switch {
+	case times == "":
 		return series
-	case "rows":
+	case times == "rows":
+		rows = true
+	case strings.HasPrefix(times, "shift:"):
+		m, err := strconv.Atoi(strings.TrimPrefix(times, "shift:"))
+		if err != nil {
+			panic("unknown times " + times)
+		}
+		shift = int64(m) * minute
 	default:
 		panic("unknown times " + times)
 	}
 	out := make([]synthSeries, len(series))
 	for i, s := range series {
-		s.times = make([]int64, len(s.values))
-		for j := range s.times {
-			s.times[j] = int64(j+1) * 1000
+		times := make([]int64, len(s.values))
+		for j := range times {
+			if rows {
+				times[j] = int64(j+1) * 1000
+			} else {
+				times[j] = s.times[j] + shift
+			}
 		}
+		s.times = times
 		out[i] = s
 	}
 	return out

@@ -108,6 +108,32 @@ func TestBenchNAB(t *testing.T) {
 	}
 }
 
+// TestBenchNABShifts runs the corpus at clocks shifted by a third of an
+// hour: three rows and their mean. zscore knows no time of day, so its
+// three scores are one, and the range is that score; auto's hour slices
+// see the shift.
+func TestBenchNABShifts(t *testing.T) {
+	data := writeNABCorpus(t)
+	run := func(args ...string) string {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 0, runCLI(context.Background(), append([]string{"bench", "nab", "--data", data}, args...), &stdout, &stderr, nil), stderr.String())
+		return stdout.String()
+	}
+	out := run("--detector", "zscore", "--shifts", "3")
+	require.Contains(t, out, "clock shifted by 1/3 of an hour")
+	require.Contains(t, out, "   20m0s    ")
+	require.Contains(t, out, "   40m0s    ")
+	var std float64
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "standard" && std == 0 {
+			_, err := fmt.Sscan(f[1], &std)
+			require.NoError(t, err)
+		}
+	}
+	require.Contains(t, out, fmt.Sprintf("(range %.2f to %.2f;", std, std))
+	require.NotContains(t, run("--detector", "zscore"), "clock shifted")
+}
+
 // TestBenchNABRowNumbers runs a corpus timestamped by row number, as
 // data sets without times publish their rows (1, 2, 3, ..., read as
 // Unix seconds): the report says which files auto judges without the
