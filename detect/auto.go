@@ -338,6 +338,15 @@ type Auto struct {
 	// is judged by the time of day (see fitClock); derived from first
 	// and interval, not part of snapshots.
 	noClock bool
+	// A cycle found in a series without a clock (see cycle.go): the
+	// warm-up's samples (until it ends), the search under way (nil when
+	// there is none), whether it has ended, and the clock a cycle
+	// gave: sample k is at synthBase + k × synthStep (synthStep 0:
+	// none). Only synthStep, synthBase and searched are in snapshots.
+	early                []float64
+	cycle                *cycleSearch
+	searched             bool
+	synthStep, synthBase int64
 	// The level's trend: its change per sample, averaged over twice the
 	// level's half-life (slopeAlpha), and how far an exponentially
 	// weighted level lags a steady trend, in samples (lag). Surprise is
@@ -414,13 +423,24 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		return skipVerdict(a.last)
 	}
 	c := &a.cfg
-	if a.zone.loc != nil {
+	if a.zone.loc != nil && a.synthStep == 0 {
 		// All of the detector's times are the zone's wall-clock times
 		// from here on: its days are the zone's days.
 		ts = a.zone.local(ts)
 	}
 	a.n++
+	if a.synthStep > 0 { // a clock that a cycle gave (see setCycle)
+		ts = a.synthBase + int64(a.n)*a.synthStep
+	}
 	if a.n <= uint64(c.WarmUp)+1 { // the warm-up, and the sample after it
+		if a.synthStep == 0 && !a.searched && c.DayBuckets > 0 {
+			// Kept until the clock is known: a series without one is
+			// searched for a cycle from its first sample (see cycle.go).
+			if a.early == nil {
+				a.early = make([]float64, 0, c.WarmUp+1)
+			}
+			a.early = append(a.early, x)
+		}
 		if d := ts - a.prevTs; a.n > 1 && d > 0 && (a.interval == 0 || d < a.interval) {
 			a.interval = d
 		}
@@ -862,6 +882,10 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		} else {
 			o.update(x-loc, day, a.minVisits)
 		}
+	}
+
+	if a.cycle != nil && a.n > uint64(c.WarmUp)+1 { // a series without a clock, searched for a cycle
+		a.searchCycle(x)
 	}
 
 	// The verdict is kept and returned field by field from locals: a
@@ -1458,9 +1482,22 @@ const clockEpoch = 946_684_800_000
 // clock that is not there: NAB's corpus so retimed scored 22.65 against
 // 74.23 as published, below zscore's 37.55, whose samples know no time.
 // Without a clock auto judges as with DayBuckets 0 at a minute's
-// interval (docs/detectors.md, "Timestamps that are row numbers").
+// interval, until it finds a daily cycle in the samples (see cycle.go)
+// (docs/detectors.md, "Timestamps that are row numbers").
 func (a *Auto) fitClock() {
 	a.noClock = a.n > uint64(a.cfg.WarmUp) && RowNumbers(a.first, a.interval)
+	// Such a series is searched for a cycle in samples (see cycle.go),
+	// once. The search needs every sample from the first, which
+	// snapshots do not keep: a series restored before its search ended
+	// is not searched again.
+	if a.noClock && !a.searched && a.cycle == nil && a.cfg.DayBuckets > 0 {
+		if uint64(len(a.early)) == a.n {
+			a.cycle = &cycleSearch{buf: a.early, from: len(a.early)}
+		} else {
+			a.searched = true
+		}
+	}
+	a.early = nil
 }
 
 // RowNumbers reports whether a series that starts at first (Unix ms)
@@ -1708,6 +1745,9 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.i64(int64(a.runCalm))
 	w.f64(a.slope)
 	w.i64(a.interval)
+	w.bool(a.searched)
+	w.i64(a.synthStep)
+	w.i64(a.synthBase)
 	a.dep.encode(w)
 	a.sch.encode(w)
 	if a.cfg.DayBuckets > 0 {
@@ -1774,6 +1814,11 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.runCalm = int(r.i64())
 	a.slope = r.f64()
 	a.interval = r.i64()
+	a.searched = r.bool()
+	a.synthStep, a.synthBase = r.i64(), r.i64()
+	if (a.synthStep < 0 || a.synthStep > dayMs) && r.err == nil {
+		r.err = errorf("clock of a cycle: step %d", a.synthStep)
+	}
 	a.dep.decode(r)
 	a.sch.decode(r)
 	if a.cfg.DayBuckets > 0 {

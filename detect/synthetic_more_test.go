@@ -385,13 +385,14 @@ func TestSyntheticCountsRescaled(t *testing.T) {
 // TestSyntheticRowNumbers: the families timestamped by row number (1,
 // 2, 3, ... seconds from 1970, as data sets without times publish them)
 // have no clock to auto (see fitClock), which judges them by their
-// samples alone. Its mean over the families, on seed 1, stays at least
-// 10 points above zscore's, optimised and at the own thresholds. With
-// the clock taken at its word (a day of slices over an hour of
-// "seconds", records waiting a day that never came, windows fitted to
-// one-second samples) auto's mean over seeds 1-6 was 51.5 / 46.5,
-// below zscore's optimised 58.4 (docs/detectors.md, "Timestamps that
-// are row numbers").
+// samples alone until it finds a daily cycle in them (see cycle.go).
+// Its mean over the families, on seed 1, stays at least 17 points above
+// zscore's, optimised and at the own thresholds: 78.4 / 73.6 against
+// 58.4 / 19.6, and 73.5 / 68.3 without the cycles. With the clock taken
+// at its word (a day of slices over an hour of "seconds", records
+// waiting a day that never came, windows fitted to one-second samples)
+// auto's mean over seeds 1-6 was 51.5 / 46.5, below zscore's optimised
+// 58.4 (docs/detectors.md, "Timestamps that are row numbers").
 func TestSyntheticRowNumbers(t *testing.T) {
 	var auto, z [2]float64
 	for _, f := range families {
@@ -403,8 +404,8 @@ func TestSyntheticRowNumbers(t *testing.T) {
 		z[0], z[1] = z[0]+zo.Normalized/n, z[1]+zf.Normalized/n
 	}
 	t.Logf("auto %.1f / %.1f   zscore %.1f / %.1f", auto[0], auto[1], z[0], z[1])
-	require.GreaterOrEqual(t, auto[0], z[0]+10, "optimised")
-	require.GreaterOrEqual(t, auto[1], z[1]+10, "own thresholds")
+	require.GreaterOrEqual(t, auto[0], z[0]+17, "optimised")
+	require.GreaterOrEqual(t, auto[1], z[1]+17, "own thresholds")
 }
 
 // TestSyntheticPerFile logs per-series detections of one family

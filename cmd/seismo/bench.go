@@ -97,7 +97,7 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 	}
 	fmt.Fprint(stdout, "\n")
 	if n := rowNumbered(corpus); n > 0 {
-		fmt.Fprintf(stdout, "%d of %d files are timestamped by row number (a second apart from 1970): auto judges them without the time of day\n", n, len(corpus.Files))
+		fmt.Fprintf(stdout, "%d of %d files are timestamped by row number (a second apart from 1970): auto has no time of day for them, unless it finds a daily cycle in their samples\n", n, len(corpus.Files))
 	}
 	fmt.Fprint(stdout, "\n")
 	fmt.Fprintf(stdout, "%-20s %7s  %-10s %4s %4s %5s\n", "profile", "score", "threshold", "TP", "FN", "FP")

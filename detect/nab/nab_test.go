@@ -146,7 +146,9 @@ func autoGrid(t *testing.T, c *Corpus) []Candidate {
 // whose samples know no time. With a clock it would judge the time of
 // day on an hour of "seconds", wait a day for records and fit its
 // windows to one-second samples; it scored 22.65 so, against zscore's
-// 37.55 (see fitClock in package detect).
+// 37.55 (see fitClock in package detect). Without a clock it scores
+// 63.99 / 63.61, and 68.76 / 68.37 where it finds the files' daily
+// cycles in their samples (cycle.go).
 func TestRowNumbers(t *testing.T) {
 	c, err := Load(corpusDir(t))
 	require.NoError(t, err)
@@ -168,7 +170,7 @@ func TestRowNumbers(t *testing.T) {
 	ao, af := score("auto")
 	zo, zf := score("zscore")
 	t.Logf("standard: auto %.2f (fixed %.2f), zscore %.2f (fixed %.2f)", ao, af, zo, zf)
-	require.GreaterOrEqual(t, ao, 60.0)
-	require.GreaterOrEqual(t, af, 60.0)
-	require.Greater(t, ao, zo+15)
+	require.GreaterOrEqual(t, ao, 66.0)
+	require.GreaterOrEqual(t, af, 66.0)
+	require.Greater(t, ao, zo+25)
 }
