@@ -1815,6 +1815,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.slope = r.f64()
 	a.interval = r.i64()
 	a.searched = r.bool()
+	a.early, a.cycle = nil, nil // a search under way is not kept (see fitClock)
 	a.synthStep, a.synthBase = r.i64(), r.i64()
 	if (a.synthStep < 0 || a.synthStep > dayMs) && r.err == nil {
 		r.err = errorf("clock of a cycle: step %d", a.synthStep)

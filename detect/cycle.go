@@ -5,11 +5,14 @@ import "math"
 // A series timestamped by row number has no clock (see fitClock), and
 // without one auto has no time of day. Many such series still repeat a
 // day in samples: 24 a day for hourly data, 288 for 5-minute data.
-// cycleSearch looks for such a cycle in the samples that follow the
-// warm-up, at the periods of common intervals, and once one is clear
-// auto gives the series a clock with days of that many samples (see
+// cycleSearch keeps such a series' samples from the first and looks for
+// a cycle in them at the periods of common intervals, each once the
+// samples since the warm-up cover three of it. Once one is clear, auto
+// gives the series a clock with days of that many samples (see
 // setCycle): from then on the time-of-day slices, the day's profile and
-// the hour's spikes judge it as they judge a series with times.
+// the hour's spikes judge it as they judge a series with times. The
+// samples, at most 31 + 3 × 1,440 of them (35 KB), are let go when the
+// search ends.
 
 // cyclePeriods are the samples in a day at intervals of an hour, 30,
 // 15, 10, 5 minutes and a minute, in ascending order.
