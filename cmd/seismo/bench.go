@@ -55,6 +55,9 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 	for _, w := range corpus.Warnings {
 		fmt.Fprintf(stderr, "labels: %s\n", w)
 	}
+	for _, w := range corpus.Sorted {
+		fmt.Fprintf(stderr, "data: %s\n", w)
+	}
 	cfg, err := nab.KindConfig(o.detector)
 	if err != nil {
 		return err
@@ -94,6 +97,9 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 		o.detector, len(corpus.Files), report.Rows, corpus.Missing(), corpus.Windows())
 	if n := len(corpus.Warnings); n > 0 {
 		fmt.Fprintf(stdout, " (%d label repairs, listed on stderr)", n)
+	}
+	if n := len(corpus.Sorted); n > 0 {
+		fmt.Fprintf(stdout, " (%d files' rows put in time order, listed on stderr)", n)
 	}
 	fmt.Fprint(stdout, "\n")
 	if n := rowNumbered(corpus); n > 0 {

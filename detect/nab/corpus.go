@@ -146,6 +146,9 @@ type Corpus struct {
 	// Warnings name each label that Load had to repair (see
 	// File.SetWindows), "file: what".
 	Warnings []string
+	// Sorted names each file whose rows Load put in time order (see
+	// File.sortByTime), "file: what".
+	Sorted []string
 }
 
 // Rows is the total number of data rows in the corpus.
@@ -179,7 +182,8 @@ func (c *Corpus) Windows() int {
 var ErrNoCorpus = errors.New("no NAB corpus")
 
 // Load reads the corpus under dir (which holds data/ and labels/). Every file
-// listed in labels/combined_windows.json is loaded, in sorted order.
+// listed in labels/combined_windows.json is loaded, in sorted order; a
+// file whose rows are out of time order has them sorted, with a warning.
 func Load(dir string) (*Corpus, error) {
 	labelsPath := filepath.Join(dir, "labels", "combined_windows.json")
 	raw, err := os.ReadFile(labelsPath)
@@ -213,6 +217,9 @@ func Load(dir string) (*Corpus, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %q: %w", p, err)
 		}
+		if n := f.sortByTime(); n > 0 {
+			c.Sorted = append(c.Sorted, fmt.Sprintf("%s: rows out of time order (%d of %d before the row above them); sorted by time", name, n, f.Rows()))
+		}
 		warnings, err := f.SetWindows(windows[name])
 		if err != nil {
 			return nil, fmt.Errorf("labels for %q in %q: %w", name, labelsPath, err)
@@ -223,6 +230,35 @@ func Load(dir string) (*Corpus, error) {
 		c.Files = append(c.Files, f)
 	}
 	return c, nil
+}
+
+// sortByTime puts the rows in time order, keeping the order of rows with
+// one timestamp, where they are not in it already (an export written
+// newest first): a detector fed a series backwards judges its days and
+// its records the wrong way round. It returns how many rows came before
+// the row above them, 0 when the rows were in order.
+func (f *File) sortByTime() int {
+	out := 0
+	for i := 1; i < len(f.Times); i++ {
+		if f.Times[i] < f.Times[i-1] {
+			out++
+		}
+	}
+	if out == 0 {
+		return 0
+	}
+	idx := make([]int, len(f.Times))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return f.Times[idx[a]] < f.Times[idx[b]] })
+	ts, vs := make([]int64, len(idx)), make([]float64, len(idx))
+	rt, rv := make([]string, len(idx)), make([]string, len(idx))
+	for k, i := range idx {
+		ts[k], vs[k], rt[k], rv[k] = f.Times[i], f.Values[i], f.RawTimestamps[i], f.RawValues[i]
+	}
+	f.Times, f.Values, f.RawTimestamps, f.RawValues = ts, vs, rt, rv
+	return out
 }
 
 // ReadFile parses one data file (header "timestamp,value"; CRLF and a missing

@@ -206,3 +206,49 @@ func TestLoadMissingCorpus(t *testing.T) {
 	_, err := Load(t.TempDir())
 	require.ErrorIs(t, err, ErrNoCorpus)
 }
+
+// TestLoadSortsRows: a file written newest first, or with one row out of
+// place, is loaded in time order (rows with one timestamp keep theirs),
+// its windows are found on the sorted rows, and the corpus names it; a
+// file in order is left as it is and not named.
+func TestLoadSortsRows(t *testing.T) {
+	dir := t.TempDir()
+	write := func(p, content string) {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(content), 0o644))
+	}
+	var newest, ordered strings.Builder
+	newest.WriteString("timestamp,value\n")
+	ordered.WriteString("timestamp,value\n")
+	for i := range 100 {
+		fmt.Fprintf(&newest, "2015-01-01 %02d:%02d:00,%d\n", (99-i)/60, (99-i)%60, 99-i)
+		fmt.Fprintf(&ordered, "2015-01-01 %02d:%02d:00,%d\n", i/60, i%60, i)
+	}
+	write("data/c/newest.csv", newest.String())
+	write("data/c/ordered.csv", ordered.String())
+	write("data/c/one.csv", "timestamp,value\n2015-01-01 00:00:00,1\n2015-01-01 00:02:00,3\n2015-01-01 00:01:00,2\n2015-01-01 00:02:00,4\n")
+	write("labels/combined_windows.json", `{"c/newest.csv": [["2015-01-01 00:10:00", "2015-01-01 00:20:00"]], "c/ordered.csv": [], "c/one.csv": []}`)
+
+	c, err := Load(dir)
+	require.NoError(t, err)
+	require.Empty(t, c.Warnings)
+	require.Equal(t, []string{
+		"c/newest.csv: rows out of time order (99 of 100 before the row above them); sorted by time",
+		"c/one.csv: rows out of time order (1 of 4 before the row above them); sorted by time",
+	}, c.Sorted)
+	byName := map[string]*File{}
+	for _, f := range c.Files {
+		byName[f.Name] = f
+	}
+	newestFile := byName["c/newest.csv"]
+	for i, v := range newestFile.Values {
+		require.Equal(t, float64(i), v)
+		require.Equal(t, fmt.Sprintf("2015-01-01 %02d:%02d:00", i/60, i%60), newestFile.RawTimestamps[i])
+	}
+	require.Equal(t, []Window{{First: 10, Last: 20}}, newestFile.Windows)
+	require.Equal(t, []float64{1, 2, 3, 4}, byName["c/one.csv"].Values, "one timestamp keeps its rows' order")
+	for i, v := range byName["c/ordered.csv"].Values {
+		require.Equal(t, float64(i), v)
+	}
+}
