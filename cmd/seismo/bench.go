@@ -98,8 +98,11 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 	if n := len(corpus.Warnings); n > 0 {
 		fmt.Fprintf(stdout, " (%d label repairs, listed on stderr)", n)
 	}
-	if n := len(corpus.Sorted); n > 0 {
-		fmt.Fprintf(stdout, " (%d files' rows put in time order, listed on stderr)", n)
+	switch n := len(corpus.Sorted); {
+	case n == 1:
+		fmt.Fprint(stdout, " (1 file with rows out of time order, listed on stderr)")
+	case n > 1:
+		fmt.Fprintf(stdout, " (%d files with rows out of time order, listed on stderr)", n)
 	}
 	fmt.Fprint(stdout, "\n")
 	if n := rowNumbered(corpus); n > 0 {

@@ -146,8 +146,8 @@ type Corpus struct {
 	// Warnings name each label that Load had to repair (see
 	// File.SetWindows), "file: what".
 	Warnings []string
-	// Sorted names each file whose rows Load put in time order (see
-	// File.sortByTime), "file: what".
+	// Sorted names each file whose rows are out of time order, and
+	// whether Load sorted them (see File.sortByTime), "file: what".
 	Sorted []string
 }
 
@@ -183,7 +183,7 @@ var ErrNoCorpus = errors.New("no NAB corpus")
 
 // Load reads the corpus under dir (which holds data/ and labels/). Every file
 // listed in labels/combined_windows.json is loaded, in sorted order; a
-// file whose rows are out of time order has them sorted, with a warning.
+// file written newest first has its rows put in time order.
 func Load(dir string) (*Corpus, error) {
 	labelsPath := filepath.Join(dir, "labels", "combined_windows.json")
 	raw, err := os.ReadFile(labelsPath)
@@ -217,8 +217,11 @@ func Load(dir string) (*Corpus, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %q: %w", p, err)
 		}
-		if n := f.sortByTime(); n > 0 {
+		switch n, sorted := f.sortByTime(); {
+		case sorted:
 			c.Sorted = append(c.Sorted, fmt.Sprintf("%s: rows out of time order (%d of %d before the row above them); sorted by time", name, n, f.Rows()))
+		case n > 0:
+			c.Sorted = append(c.Sorted, fmt.Sprintf("%s: %d of %d rows before the row above them; kept in the file's order", name, n, f.Rows()))
 		}
 		warnings, err := f.SetWindows(windows[name])
 		if err != nil {
@@ -232,20 +235,23 @@ func Load(dir string) (*Corpus, error) {
 	return c, nil
 }
 
-// sortByTime puts the rows in time order, keeping the order of rows with
-// one timestamp, where they are not in it already (an export written
-// newest first): a detector fed a series backwards judges its days and
-// its records the wrong way round. It returns how many rows came before
-// the row above them, 0 when the rows were in order.
-func (f *File) sortByTime() int {
-	out := 0
+// sortByTime puts the rows of a file written newest first in time order,
+// keeping the order of rows with one timestamp: a detector fed a series
+// backwards judges its days and its records the wrong way round. It
+// returns how many rows came before the row above them, and whether it
+// sorted them: only where that is most of them. A few rows out of order
+// stay as they are: NAB's machine_temperature_system_failure repeats an
+// hour of timestamps, as an export in local time does at the end of
+// summer time, and sorted, that hour's two runs of samples would
+// alternate.
+func (f *File) sortByTime() (out int, sorted bool) {
 	for i := 1; i < len(f.Times); i++ {
 		if f.Times[i] < f.Times[i-1] {
 			out++
 		}
 	}
-	if out == 0 {
-		return 0
+	if 2*out <= len(f.Times)-1 {
+		return out, false
 	}
 	idx := make([]int, len(f.Times))
 	for i := range idx {
@@ -258,7 +264,7 @@ func (f *File) sortByTime() int {
 		ts[k], vs[k], rt[k], rv[k] = f.Times[i], f.Values[i], f.RawTimestamps[i], f.RawValues[i]
 	}
 	f.Times, f.Values, f.RawTimestamps, f.RawValues = ts, vs, rt, rv
-	return out
+	return out, true
 }
 
 // ReadFile parses one data file (header "timestamp,value"; CRLF and a missing

@@ -207,10 +207,10 @@ func TestLoadMissingCorpus(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoCorpus)
 }
 
-// TestLoadSortsRows: a file written newest first, or with one row out of
-// place, is loaded in time order (rows with one timestamp keep theirs),
-// its windows are found on the sorted rows, and the corpus names it; a
-// file in order is left as it is and not named.
+// TestLoadSortsRows: a file written newest first is loaded in time order
+// (rows with one timestamp keep theirs), its windows are found on the
+// sorted rows, and the corpus names it; a file with a row out of place
+// is named and kept as it is, and one in order is neither.
 func TestLoadSortsRows(t *testing.T) {
 	dir := t.TempDir()
 	write := func(p, content string) {
@@ -228,14 +228,16 @@ func TestLoadSortsRows(t *testing.T) {
 	write("data/c/newest.csv", newest.String())
 	write("data/c/ordered.csv", ordered.String())
 	write("data/c/one.csv", "timestamp,value\n2015-01-01 00:00:00,1\n2015-01-01 00:02:00,3\n2015-01-01 00:01:00,2\n2015-01-01 00:02:00,4\n")
-	write("labels/combined_windows.json", `{"c/newest.csv": [["2015-01-01 00:10:00", "2015-01-01 00:20:00"]], "c/ordered.csv": [], "c/one.csv": []}`)
+	write("data/c/back.csv", "timestamp,value\n2015-01-01 00:03:00,1\n2015-01-01 00:02:00,2\n2015-01-01 00:02:00,3\n2015-01-01 00:01:00,4\n")
+	write("labels/combined_windows.json", `{"c/newest.csv": [["2015-01-01 00:10:00", "2015-01-01 00:20:00"]], "c/ordered.csv": [], "c/one.csv": [], "c/back.csv": []}`)
 
 	c, err := Load(dir)
 	require.NoError(t, err)
 	require.Empty(t, c.Warnings)
 	require.Equal(t, []string{
+		"c/back.csv: rows out of time order (2 of 4 before the row above them); sorted by time",
 		"c/newest.csv: rows out of time order (99 of 100 before the row above them); sorted by time",
-		"c/one.csv: rows out of time order (1 of 4 before the row above them); sorted by time",
+		"c/one.csv: 1 of 4 rows before the row above them; kept in the file's order",
 	}, c.Sorted)
 	byName := map[string]*File{}
 	for _, f := range c.Files {
@@ -247,7 +249,8 @@ func TestLoadSortsRows(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("2015-01-01 %02d:%02d:00", i/60, i%60), newestFile.RawTimestamps[i])
 	}
 	require.Equal(t, []Window{{First: 10, Last: 20}}, newestFile.Windows)
-	require.Equal(t, []float64{1, 2, 3, 4}, byName["c/one.csv"].Values, "one timestamp keeps its rows' order")
+	require.Equal(t, []float64{4, 2, 3, 1}, byName["c/back.csv"].Values, "rows with one timestamp keep their order")
+	require.Equal(t, []float64{1, 3, 2, 4}, byName["c/one.csv"].Values, "a row out of place stays")
 	for i, v := range byName["c/ordered.csv"].Values {
 		require.Equal(t, float64(i), v)
 	}
