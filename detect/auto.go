@@ -339,14 +339,13 @@ type Auto struct {
 	// and interval, not part of snapshots.
 	noClock bool
 	// A cycle found in a series without a clock (see cycle.go): the
-	// warm-up's samples (until it ends), the search under way (nil when
-	// there is none), whether it has ended, and the clock a cycle
-	// gave: sample k is at synthBase + k × synthStep (synthStep 0:
-	// none). Only synthStep, synthBase and searched are in snapshots.
-	early                []float64
-	cycle                *cycleSearch
-	searched             bool
-	synthStep, synthBase int64
+	// warm-up's samples of a series whose timestamps are before 2000
+	// (until the warm-up ends), the search under way (nil when there is
+	// none), and the clock a cycle gave: sample k is at cycleEpoch + k ×
+	// synthStep (0: none). Only synthStep is in snapshots.
+	early     []float64
+	cycle     *cycleSearch
+	synthStep int64
 	// The level's trend: its change per sample, averaged over twice the
 	// level's half-life (slopeAlpha), and how far an exponentially
 	// weighted level lags a steady trend, in samples (lag). Surprise is
@@ -423,19 +422,19 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		return skipVerdict(a.last)
 	}
 	c := &a.cfg
-	if a.zone.loc != nil && a.synthStep == 0 {
+	a.n++
+	if a.synthStep > 0 { // a clock that a cycle gave (see setCycle)
+		ts = cycleEpoch + int64(a.n)*a.synthStep
+	} else if a.zone.loc != nil {
 		// All of the detector's times are the zone's wall-clock times
 		// from here on: its days are the zone's days.
 		ts = a.zone.local(ts)
 	}
-	a.n++
-	if a.synthStep > 0 { // a clock that a cycle gave (see setCycle)
-		ts = a.synthBase + int64(a.n)*a.synthStep
-	}
 	if a.n <= uint64(c.WarmUp)+1 { // the warm-up, and the sample after it
-		if a.synthStep == 0 && !a.searched && c.DayBuckets > 0 {
+		if ts < clockEpoch && c.DayBuckets > 0 {
 			// Kept until the clock is known: a series without one is
 			// searched for a cycle from its first sample (see cycle.go).
+			// A series with times keeps none.
 			if a.early == nil {
 				a.early = make([]float64, 0, c.WarmUp+1)
 			}
@@ -1487,15 +1486,11 @@ const clockEpoch = 946_684_800_000
 func (a *Auto) fitClock() {
 	a.noClock = a.n > uint64(a.cfg.WarmUp) && RowNumbers(a.first, a.interval)
 	// Such a series is searched for a cycle in samples (see cycle.go),
-	// once. The search needs every sample from the first, which
-	// snapshots do not keep: a series restored before its search ended
-	// is not searched again.
-	if a.noClock && !a.searched && a.cycle == nil && a.cfg.DayBuckets > 0 {
-		if uint64(len(a.early)) == a.n {
-			a.cycle = &cycleSearch{buf: a.early, from: len(a.early)}
-		} else {
-			a.searched = true
-		}
+	// once, when its warm-up ends. The search needs every sample from
+	// the first, which snapshots do not keep: a series restored before
+	// its search ended is not searched again.
+	if a.noClock && a.cfg.DayBuckets > 0 && uint64(len(a.early)) == a.n {
+		a.cycle = &cycleSearch{buf: a.early, from: len(a.early)}
 	}
 	a.early = nil
 }
@@ -1745,9 +1740,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.i64(int64(a.runCalm))
 	w.f64(a.slope)
 	w.i64(a.interval)
-	w.bool(a.searched)
 	w.i64(a.synthStep)
-	w.i64(a.synthBase)
 	a.dep.encode(w)
 	a.sch.encode(w)
 	if a.cfg.DayBuckets > 0 {
@@ -1814,9 +1807,8 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.runCalm = int(r.i64())
 	a.slope = r.f64()
 	a.interval = r.i64()
-	a.searched = r.bool()
 	a.early, a.cycle = nil, nil // a search under way is not kept (see fitClock)
-	a.synthStep, a.synthBase = r.i64(), r.i64()
+	a.synthStep = r.i64()
 	if (a.synthStep < 0 || a.synthStep > dayMs) && r.err == nil {
 		r.err = errorf("clock of a cycle: step %d", a.synthStep)
 	}

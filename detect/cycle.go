@@ -126,7 +126,7 @@ func (a *Auto) searchCycle(x float64) {
 	case p > 0:
 		a.setCycle(p)
 	case p < 0:
-		a.cycle, a.searched = nil, true
+		a.cycle = nil
 	}
 }
 
@@ -138,8 +138,7 @@ func (a *Auto) searchCycle(x float64) {
 func (a *Auto) setCycle(p int) {
 	buf := a.cycle.buf
 	b := NewAuto(a.cfg)
-	b.searched = true
-	b.synthStep, b.synthBase = dayMs/int64(p), cycleEpoch
+	b.synthStep = dayMs / int64(p)
 	for _, x := range buf {
 		b.Observe(0, x)
 	}

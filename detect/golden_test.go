@@ -25,14 +25,14 @@ import (
 // them with `go test ./detect -run TestGoldenChecksums -v`).
 var goldenChecksums = map[string]uint64{
 	"auto/no_day":                   0x262d123948455ba9,
-	"auto/no_day/snapshot":          0x3e72a0d021a449ce,
+	"auto/no_day/snapshot":          0xcb39b8bf9d979720,
 	"auto/odd":                      0x363719f8a4ea4638,
-	"auto/odd/snapshot":             0xd0b48d6db049959a,
+	"auto/odd/snapshot":             0x91f4ed2d1401b22e,
 	"blocks/ewma_robust_likelihood": 0x7611ffb929651c7a,
 	"blocks/seasonal":               0xc1bb10dddc69ae6f,
 	"blocks/tails":                  0xa5aeaa562c0ab43b,
 	"kind/auto":                     0x78c2ef5332b7756c,
-	"kind/auto/snapshot":            0x345974d549ccd5f1,
+	"kind/auto/snapshot":            0xa050a62221c81149,
 	"kind/cusum":                    0x4881f77effed4c25,
 	"kind/cusum/snapshot":           0xc4f4b2658e16d8df,
 	"kind/ewma":                     0x93e283cef68c5409,
