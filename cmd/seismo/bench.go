@@ -293,16 +293,9 @@ func printShifts(ctx context.Context, w io.Writer, c *nab.Corpus, newDetector fu
 	step := time.Hour.Milliseconds() / int64(n)
 	opt := []float64{report.Optimized[0].Normalized}
 	fixed := []float64{report.Fixed.Normalized}
-	shift := func(d int64) {
-		for _, f := range c.Files {
-			for i := range f.Times {
-				f.Times[i] += d
-			}
-		}
-	}
-	defer shift(-int64(n-1) * step) // the corpus as loaded again
+	defer c.ShiftTimes(-int64(n-1) * step) // the corpus as loaded again
 	for k := 1; k < n; k++ {
-		shift(step)
+		c.ShiftTimes(step)
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -14,10 +14,7 @@ import (
 func BenchmarkAutoOnNAB(b *testing.B) {
 	c, err := Load(corpusDir(b))
 	require.NoError(b, err)
-	cfg, err := KindConfig("auto")
-	require.NoError(b, err)
-	newDetector, _, err := Factory(cfg)
-	require.NoError(b, err)
+	newDetector, _ := kindFactory(b, "auto")
 	scores := make([][]float64, len(c.Files))
 	for i, f := range c.Files {
 		scores[i] = make([]float64, f.Rows())

@@ -151,6 +151,17 @@ type Corpus struct {
 	Sorted []string
 }
 
+// ShiftTimes moves every row's timestamp by ms. The windows are rows and
+// stay; only where each sample falls within a detector's hours and days
+// changes, as between data sets whose clocks are aligned differently.
+func (c *Corpus) ShiftTimes(ms int64) {
+	for _, f := range c.Files {
+		for i := range f.Times {
+			f.Times[i] += ms
+		}
+	}
+}
+
 // Rows is the total number of data rows in the corpus.
 func (c *Corpus) Rows() int {
 	n := 0

@@ -74,10 +74,7 @@ func TestCrossValidation(t *testing.T) {
 	c, err := Load(corpusDir(t))
 	require.NoError(t, err)
 	run := func(kind string) []Candidate {
-		cfg, err := KindConfig(kind)
-		require.NoError(t, err)
-		newDet, _, err := Factory(cfg)
-		require.NoError(t, err)
+		newDet, _ := kindFactory(t, kind)
 		scores, _, err := Run(c, newDet, nil)
 		require.NoError(t, err)
 		return []Candidate{{Name: kind, Scores: scores}}
@@ -158,13 +155,7 @@ func TestRowNumbers(t *testing.T) {
 		}
 	}
 	score := func(kind string) (optimized, fixed float64) {
-		cfg, err := KindConfig(kind)
-		require.NoError(t, err)
-		newDet, threshold, err := Factory(cfg)
-		require.NoError(t, err)
-		scores, _, err := Run(c, newDet, nil)
-		require.NoError(t, err)
-		r := Evaluate(c, scores, threshold)
+		r := evaluateKind(t, c, kind)
 		return r.Optimized[0].Normalized, r.Fixed.Normalized
 	}
 	ao, af := score("auto")
@@ -185,23 +176,12 @@ func TestRowNumbers(t *testing.T) {
 func TestShiftedClock(t *testing.T) {
 	c, err := Load(corpusDir(t))
 	require.NoError(t, err)
-	cfg, err := KindConfig("auto")
-	require.NoError(t, err)
-	newDet, threshold, err := Factory(cfg)
-	require.NoError(t, err)
-	const quarter = 15 * 60 * 1000
 	var opt, fixed []float64
 	for k := range 4 {
 		if k > 0 {
-			for _, f := range c.Files {
-				for i := range f.Times {
-					f.Times[i] += quarter
-				}
-			}
+			c.ShiftTimes(15 * 60 * 1000)
 		}
-		scores, _, err := Run(c, newDet, nil)
-		require.NoError(t, err)
-		r := Evaluate(c, scores, threshold)
+		r := evaluateKind(t, c, "auto")
 		opt, fixed = append(opt, r.Optimized[0].Normalized), append(fixed, r.Fixed.Normalized)
 	}
 	mean := func(v []float64) float64 {
@@ -214,4 +194,24 @@ func TestShiftedClock(t *testing.T) {
 	t.Logf("standard at 0, 15, 30, 45 minutes: %.2f, fixed %.2f; mean %.2f / %.2f", opt, fixed, mean(opt), mean(fixed))
 	require.GreaterOrEqual(t, mean(opt), 69.0)
 	require.GreaterOrEqual(t, mean(fixed), 68.0)
+}
+
+// kindFactory returns a new detector of kind's default config, as
+// `seismo bench nab` runs it, and its alert threshold.
+func kindFactory(t testing.TB, kind string) (func() (detect.Detector, error), float64) {
+	t.Helper()
+	cfg, err := KindConfig(kind)
+	require.NoError(t, err)
+	newDet, threshold, err := Factory(cfg)
+	require.NoError(t, err)
+	return newDet, threshold
+}
+
+// evaluateKind runs kind's default config over c and scores it.
+func evaluateKind(t testing.TB, c *Corpus, kind string) Report {
+	t.Helper()
+	newDet, threshold := kindFactory(t, kind)
+	scores, _, err := Run(c, newDet, nil)
+	require.NoError(t, err)
+	return Evaluate(c, scores, threshold)
 }

@@ -47,10 +47,7 @@ func TestWriteResults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []Window{{First: 140, Last: 160}}, c.Files[0].Windows)
 
-	cfg, err := KindConfig("ewma")
-	require.NoError(t, err)
-	newDet, threshold, err := Factory(cfg)
-	require.NoError(t, err)
+	newDet, threshold := kindFactory(t, "ewma")
 	require.Equal(t, 0.5, threshold)
 	scores, _, err := Run(c, newDet, nil)
 	require.NoError(t, err)
