@@ -34,12 +34,19 @@ func writeNABCorpus(t *testing.T) string {
 		"data/cat/series.csv":          b.String(),
 		"labels/combined_windows.json": `{"cat/series.csv": [["2015-01-01 08:10:00.000000", "2015-01-01 08:30:00.000000"]]}`,
 	}
+	writeFiles(t, dir, files)
+	return dir
+}
+
+// writeFiles writes each file under dir (paths with slashes, relative to
+// dir), making the directories it needs.
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
 	for p, content := range files {
 		full := filepath.Join(dir, filepath.FromSlash(p))
 		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
 		require.NoError(t, os.WriteFile(full, []byte(content), 0o644))
 	}
-	return dir
 }
 
 func TestBenchNAB(t *testing.T) {
@@ -153,11 +160,7 @@ func TestBenchNABRowNumbers(t *testing.T) {
 		"data/cat/series.csv":          b.String(),
 		"labels/combined_windows.json": `{"cat/series.csv": [["480", "520"]]}`,
 	}
-	for p, content := range files {
-		full := filepath.Join(dir, filepath.FromSlash(p))
-		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
-		require.NoError(t, os.WriteFile(full, []byte(content), 0o644))
-	}
+	writeFiles(t, dir, files)
 	const note = "timestamped by row number"
 	var stdout, stderr bytes.Buffer
 	require.Equal(t, 0, runCLI(context.Background(), []string{"bench", "nab", "--data", dir}, &stdout, &stderr, nil), stderr.String())
@@ -239,9 +242,7 @@ func TestBenchNABOddExports(t *testing.T) {
 		"labels/combined_windows.json": `{"cat/zoned.csv": [["2015-01-01 08:10:00+00:00", "2015-01-01 08:30:00+00:00"]],
 			"cat/empty.csv": [], "cat/one.csv": []}`,
 	}
-	for p, content := range files {
-		require.NoError(t, os.WriteFile(filepath.Join(data, filepath.FromSlash(p)), []byte(content), 0o644))
-	}
+	writeFiles(t, data, files)
 	var stdout, stderr bytes.Buffer
 	code := runCLI(context.Background(), []string{"bench", "nab", "--data", data, "--files"}, &stdout, &stderr, nil)
 	require.Equal(t, 0, code, "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
