@@ -371,6 +371,9 @@ type Auto struct {
 	// threshold.
 	sch    schedule
 	alertZ float64
+	// The last jumps and when they came, for steps that the day repeats
+	// (see dailyJumps).
+	daily dailyJumps
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -457,6 +460,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	extreme := 0.0          // the new-extreme score; 0 if x is no new extreme
 	zDay, zStep := 0.0, 0.0 // likelihood z-values (see Likelihood.UpdateZ)
 	jump := 0.0             // the step in the spike path's units (SpikeZ/JumpZ per step σ)
+	repeat := false         // whether the jump repeats one of a day or two before (see dailyJumps)
 	// The change from the previous sample and the spread of changes it
 	// is judged by (see patterned).
 	change, changeSp := 0.0, 0.0
@@ -561,6 +565,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// true comparison comes first.
 		if dev >= c.JumpZ*js && c.JumpZ > 0 && c.SpikeZ > 0 {
 			jump = dev / a.jumpSpread(js, loc) * c.SpikeZ / c.JumpZ
+			repeat = a.daily.repeats(ts, d, ts-a.prevTs, c.JumpZ*js)
+			a.daily.add(ts, d)
 		}
 		// After an unusual change (stepBack of the changes' spreads or
 		// more; prevDev holds its deviation, else 0) the next change
@@ -720,6 +726,23 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			// of the two daily patterns, overrules: where it puts x
 			// SpikeZ spreads away, x is no move of the pattern.
 			if spike > 0 && profZ == 0 && a.patterned(ts, x, flatM, daySp, change, js, day) {
+				spike = 0
+			}
+			// Nor is a jump that the day repeats at this time of day
+			// (see dailyJumps), nor the rest of its excursion while the
+			// series stays within a jump of where the step landed; a
+			// job's way back repeats too, and the excursion is then the
+			// pattern's from there. The day's own jumps are no crossings
+			// for the spike path's rate: a nightly job counted as a
+			// burst made the path call bursts routine, and an incident
+			// shaped like the job, hours later, scored nothing.
+			if a.run == 1 || repeat { // an excursion that began with this sample, or the day's jump
+				a.daily.open, a.daily.landed = repeat, x
+				if repeat {
+					a.counts = false
+				}
+			}
+			if spike > 0 && a.daily.open && math.Abs(x-a.daily.landed) < c.JumpZ*js {
 				spike = 0
 			}
 			// Nor is a value the profile expects, within 2 of its
@@ -1743,6 +1766,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.i64(a.synthStep)
 	a.dep.encode(w)
 	a.sch.encode(w)
+	a.daily.encode(w)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -1814,6 +1838,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	}
 	a.dep.decode(r)
 	a.sch.decode(r)
+	a.daily.decode(r)
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)

@@ -1,5 +1,7 @@
 package detect
 
+import "math"
+
 // Scheduled jobs
 //
 // A backup every night at 02:00, a cron job every four hours, a cache
@@ -154,5 +156,95 @@ func (s *schedule) decode(r *decoder) {
 	s.muted = r.bool()
 	if s.slot >= scheduleMemory && r.err == nil {
 		r.err = errorf("schedule slot %d of %d", s.slot, scheduleMemory)
+	}
+}
+
+// Daily steps
+//
+// A service whose day starts at 09:00 steps up then, every day; a
+// nightly job triples a rate for ten minutes, or steps a disk's usage
+// down, at the same minute each night. Where the step falls on a
+// time-of-day slice's edge, the slices call it the pattern's (see
+// Auto.patterned). Where it falls on a slice's last sample (a clock
+// whose 5-minute samples fall at :55, a day that starts at 09:55 local
+// time), the slice holds both sides of it, and the spike path paged it
+// on most days: on NAB with its clock shifted by 55 minutes,
+// art_daily_nojump paged 8 times at 09:55 and 18:55. And each run of a
+// job was a crossing of the spike path's rate, so on a short series the
+// path soon called bursts routine and missed an incident shaped like
+// the job (TestAutoNightlyJobIsNoRoutine).
+//
+// dailyJumps remembers the last dailyJumpMemory jumps (changes from the
+// previous sample of JumpZ of the changes' spreads or more) and when
+// they came, whether or not they paged. A jump that repeats one a day or
+// two days before, at the same time of day to within the sampling step
+// and as large to within JumpZ of the changes' spreads, is the day's
+// pattern: the spike path scores nothing for it, nor for the rest of
+// its excursion while the series stays within a jump of where the step
+// landed, and the excursion is no crossing. The likelihoods and records
+// still judge it. A day or two, not one, so that the step after a day
+// without it (the incident of art_daily_nojump) is the pattern again.
+// The ring is short on purpose: on a series with jumps every hour
+// (tweet volumes) it holds only the last few hours, and a jump of a day
+// before is seldom there to be matched by chance.
+type dailyJumps struct {
+	at   [dailyJumpMemory]int64   // when each jump came (the detector's local ms); 0 unused
+	by   [dailyJumpMemory]float64 // its change from the sample before
+	slot uint8                    // the latest
+	// Whether the spike path's excursion under way began with such a
+	// jump, and the value it landed on.
+	open   bool
+	landed float64
+}
+
+// dailyJumpMemory jumps are remembered: two steps a day for two days and
+// as many of the noise's own. A power of two, so that the ring's index is
+// a mask.
+const dailyJumpMemory = 8
+
+// add records a jump of change d at ts.
+func (j *dailyJumps) add(ts int64, d float64) {
+	j.slot = (j.slot + 1) & (dailyJumpMemory - 1)
+	j.at[j.slot], j.by[j.slot] = ts, d
+}
+
+// repeats reports whether a jump of change d at ts repeats one remembered
+// from one or two days before (to within step) by less than tol.
+func (j *dailyJumps) repeats(ts int64, d float64, step int64, tol float64) bool {
+	for k, t := range j.at {
+		if t == 0 || math.Abs(d-j.by[k]) >= tol {
+			continue
+		}
+		for back := int64(1); back <= 2; back++ {
+			if dt := ts - back*dayMs - t; dt >= -step && dt <= step {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (j *dailyJumps) encode(w *encoder) {
+	for k := range j.at {
+		w.i64(j.at[k])
+		w.f64(j.by[k])
+	}
+	w.b = append(w.b, j.slot)
+	w.bool(j.open)
+	w.f64(j.landed)
+}
+
+func (j *dailyJumps) decode(r *decoder) {
+	for k := range j.at {
+		j.at[k] = r.i64()
+		j.by[k] = r.f64()
+	}
+	if b := r.take(1); b != nil {
+		j.slot = b[0]
+	}
+	j.open = r.bool()
+	j.landed = r.f64()
+	if j.slot >= dailyJumpMemory && r.err == nil {
+		r.err = errorf("daily jumps' slot %d of %d", j.slot, dailyJumpMemory)
 	}
 }
