@@ -730,19 +730,19 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			}
 			// Nor is a jump that the day repeats at this time of day
 			// (see dailyJumps), nor the rest of its excursion while the
-			// series stays within a jump of where the step landed; a
-			// job's way back repeats too, and the excursion is then the
-			// pattern's from there. The day's own jumps are no crossings
+			// series stays near where the step landed; a job's way back
+			// repeats too, and the excursion is then the pattern's from
+			// there. The day's own jumps are no crossings
 			// for the spike path's rate: a nightly job counted as a
 			// burst made the path call bursts routine, and an incident
 			// shaped like the job, hours later, scored nothing.
 			if a.run == 1 || repeat { // an excursion that began with this sample, or the day's jump
-				a.daily.open, a.daily.landed = repeat, x
+				a.daily.open, a.daily.from, a.daily.landed = repeat, a.prev, x
 				if repeat {
 					a.counts = false
 				}
 			}
-			if spike > 0 && a.daily.open && math.Abs(x-a.daily.landed) < c.JumpZ*js {
+			if spike > 0 && a.daily.open && a.daily.near(x, c.JumpZ*js) {
 				spike = 0
 			}
 			// Nor is a value the profile expects, within 2 of its
