@@ -565,7 +565,13 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// true comparison comes first.
 		if dev >= c.JumpZ*js && c.JumpZ > 0 && c.SpikeZ > 0 {
 			jump = dev / a.jumpSpread(js, loc) * c.SpikeZ / c.JumpZ
-			repeat = a.daily.repeats(ts, d, ts-a.prevTs, c.JumpZ*js)
+			// Within a sampling interval of the same time of day; after a
+			// gap the time since the previous sample would be too loose.
+			within := ts - a.prevTs
+			if a.interval > 0 {
+				within = min(within, a.interval)
+			}
+			repeat = a.daily.repeats(ts, d, within, c.JumpZ*js)
 			a.daily.add(ts, d)
 		}
 		// After an unusual change (stepBack of the changes' spreads or

@@ -198,3 +198,34 @@ func alertsAt(cfg AutoConfig, xs []float64, step int64, from, to int) int {
 	}
 	return n
 }
+
+// TestDailyJumpsRepeats: a jump repeats one remembered from one or two
+// days before, within the step either way and within the tolerance in
+// size; the ring keeps the last dailyJumpMemory.
+func TestDailyJumpsRepeats(t *testing.T) {
+	const step = 300_000
+	t0 := int64(10 * dayMs)
+	var j dailyJumps
+	j.add(t0, 50)
+	for _, c := range []struct {
+		at   int64
+		d    float64
+		want bool
+	}{
+		{t0 + dayMs, 50, true},
+		{t0 + dayMs - step, 50, true},
+		{t0 + dayMs + step, 60, true},
+		{t0 + dayMs + 2*step, 50, false},
+		{t0 + 2*dayMs, 40, true},
+		{t0 + 3*dayMs, 50, false},
+		{t0 + dayMs, 70, false},
+		{t0 + dayMs, -50, false},
+	} {
+		require.Equal(t, c.want, j.repeats(c.at, c.d, step, 20), "jump %v at %d ms from the first", c.d, c.at-t0)
+	}
+	for k := range int64(dailyJumpMemory) {
+		j.add(t0+(k+1)*step, 1)
+	}
+	require.False(t, j.repeats(t0+dayMs, 50, step, 20), "the first jump, pushed out of the ring")
+	require.True(t, j.repeats(t0+dayMs+8*step, 1, step, 20), "the last one")
+}
