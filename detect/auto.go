@@ -565,13 +565,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// true comparison comes first.
 		if dev >= c.JumpZ*js && c.JumpZ > 0 && c.SpikeZ > 0 {
 			jump = dev / a.jumpSpread(js, loc) * c.SpikeZ / c.JumpZ
-			// Within a sampling interval of the same time of day; after a
-			// gap the time since the previous sample would be too loose.
-			within := ts - a.prevTs
-			if a.interval > 0 {
-				within = min(within, a.interval)
-			}
-			repeat = a.daily.repeats(ts, d, within, c.JumpZ*js)
+			repeat = a.dailyRepeat(ts, d, c.JumpZ*js)
 			a.daily.add(ts, d)
 		}
 		// After an unusual change (stepBack of the changes' spreads or
@@ -742,6 +736,13 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			// for the spike path's rate: a nightly job counted as a
 			// burst made the path call bursts routine, and an incident
 			// shaped like the job, hours later, scored nothing.
+			// An excursion that begins beyond the bound with a change
+			// short of a jump is the day's step too where it repeats a
+			// jump of the days before: a step of 10 of the changes'
+			// spreads is a jump on some days and not on others.
+			if a.run == 1 && jump == 0 {
+				repeat = a.dailyRepeat(ts, change, c.JumpZ*changeSp)
+			}
 			if a.run == 1 || repeat { // an excursion that began with this sample, or the day's jump
 				a.daily.open, a.daily.from, a.daily.landed = repeat, a.prev, x
 				if repeat {
@@ -1412,6 +1413,19 @@ func (a *Auto) patterned(ts int64, x, m, sp, d, js float64, day *EWMA) bool {
 	}
 	usual := day.Mean() - before.Mean()
 	return math.Abs(d-usual) < c.JumpZ*js && math.Abs(x-day.Mean()) < c.SpikeZ*sp && math.Abs(m-day.Mean()) >= extremeMinZ*sp
+}
+
+// dailyRepeat reports whether a change d at ts repeats a jump of one or
+// two days before (see dailyJumps) by less than tol, at the same time of
+// day to within the sampling interval: after a gap the time since the
+// previous sample would let the first sample match any jump of those
+// hours.
+func (a *Auto) dailyRepeat(ts int64, d, tol float64) bool {
+	within := ts - a.prevTs
+	if a.interval > 0 {
+		within = min(within, a.interval)
+	}
+	return a.daily.repeats(ts, d, within, tol)
 }
 
 // hourSpike returns x's distance from this hour's usual value, in spreads
