@@ -743,11 +743,17 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			if a.run == 1 && jump == 0 {
 				repeat = a.dailyRepeat(ts, change, c.JumpZ*changeSp)
 			}
-			if a.run == 1 || repeat { // an excursion that began with this sample, or the day's jump
-				a.daily.open, a.daily.from, a.daily.landed = repeat, a.prev, x
-				if repeat {
-					a.counts = false
-				}
+			// An excursion that begins while the baseline is still
+			// nearer to where the day's step left than to where it
+			// landed, at a sample near the latter, is that step's lag:
+			// on 15 s samples the step's excursion ends and begins
+			// again as the baseline catches up.
+			if repeat {
+				a.daily.open, a.daily.from, a.daily.landed = true, a.prev, x
+				a.counts = false
+			} else if a.run == 1 {
+				a.daily.open = a.daily.open && a.daily.near(x, c.JumpZ*js) && 2*math.Abs(m-a.daily.from) < math.Abs(a.daily.landed-a.daily.from)
+				a.counts = a.counts && !a.daily.open
 			}
 			if spike > 0 && a.daily.open && a.daily.near(x, c.JumpZ*js) {
 				spike = 0

@@ -25,14 +25,14 @@ import (
 // them with `go test ./detect -run TestGoldenChecksums -v`).
 var goldenChecksums = map[string]uint64{
 	"auto/no_day":                   0x262d123948455ba9,
-	"auto/no_day/snapshot":          0x980e6d2c1838c959,
+	"auto/no_day/snapshot":          0xc112f0849a317904,
 	"auto/odd":                      0x363719f8a4ea4638,
-	"auto/odd/snapshot":             0xfc4c156b59621203,
+	"auto/odd/snapshot":             0x60ff969911883b8e,
 	"blocks/ewma_robust_likelihood": 0x7611ffb929651c7a,
 	"blocks/seasonal":               0xc1bb10dddc69ae6f,
 	"blocks/tails":                  0xa5aeaa562c0ab43b,
 	"kind/auto":                     0x78c2ef5332b7756c,
-	"kind/auto/snapshot":            0xe74bf7eb6ba5c760,
+	"kind/auto/snapshot":            0xf9a4e65ab2b239c9,
 	"kind/cusum":                    0x4881f77effed4c25,
 	"kind/cusum/snapshot":           0x43ddbe4127947019,
 	"kind/ewma":                     0x93e283cef68c5409,
