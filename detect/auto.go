@@ -728,34 +728,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			if spike > 0 && profZ == 0 && a.patterned(ts, x, flatM, daySp, change, js, day) {
 				spike = 0
 			}
-			// Nor is a jump that the day repeats at this time of day
-			// (see dailyJumps), nor the rest of its excursion while the
-			// series stays near where the step landed; a job's way back
-			// repeats too, and the excursion is then the pattern's from
-			// there. The day's own jumps are no crossings
-			// for the spike path's rate: a nightly job counted as a
-			// burst made the path call bursts routine, and an incident
-			// shaped like the job, hours later, scored nothing.
-			// An excursion that begins beyond the bound with a change
-			// short of a jump is the day's step too where it repeats a
-			// jump of the days before: a step of 10 of the changes'
-			// spreads is a jump on some days and not on others.
-			if a.run == 1 && jump == 0 {
-				repeat = a.dailyRepeat(ts, change, c.JumpZ*changeSp)
-			}
-			// An excursion that begins while the baseline is still
-			// nearer to where the day's step left than to where it
-			// landed, at a sample near the latter, is that step's lag:
-			// on 15 s samples the step's excursion ends and begins
-			// again as the baseline catches up.
-			if repeat {
-				a.daily.open, a.daily.from, a.daily.landed = true, a.prev, x
-				a.counts = false
-			} else if a.run == 1 {
-				a.daily.open = a.daily.open && a.daily.near(x, c.JumpZ*js) && 2*math.Abs(m-a.daily.from) < math.Abs(a.daily.landed-a.daily.from)
-				a.counts = a.counts && !a.daily.open
-			}
-			if spike > 0 && a.daily.open && a.daily.near(x, c.JumpZ*js) {
+			// Nor is a step the day repeats at this time of day, nor
+			// the rest of its excursion (see dailyStep).
+			if a.dailyStep(ts, x, m, change, changeSp, c.JumpZ*js, jump == 0, repeat) {
 				spike = 0
 			}
 			// Nor is a value the profile expects, within 2 of its
@@ -1421,6 +1396,45 @@ func (a *Auto) patterned(ts int64, x, m, sp, d, js float64, day *EWMA) bool {
 	return math.Abs(d-usual) < c.JumpZ*js && math.Abs(x-day.Mean()) < c.SpikeZ*sp && math.Abs(m-day.Mean()) >= extremeMinZ*sp
 }
 
+// dailyStep reports whether x, which the spike path judges, belongs to a
+// step the day repeats (see dailyJumps), and keeps the state that says
+// so: whether the excursion under way is such a step's, where it left
+// and where it landed. m is the spike path's baseline, change x's change
+// from the previous sample and changeSp the changes' spread; bound is a
+// jump in the spike path's spread of changes; notJump says x's change
+// was no jump; repeat, whether it was one that repeats one remembered.
+//
+//   - An excursion that begins with a change short of a jump is the
+//     day's step too where it repeats a remembered jump: a step of 10 of
+//     the changes' spreads is a jump on some days and not on others.
+//   - A repeated jump opens the step's excursion, and so does a job's
+//     way back, from where it lands.
+//   - An excursion that begins while the baseline is still nearer to
+//     where the step left than to where it landed, at a sample near the
+//     latter, is that step's lag: on 15 s samples the step's excursion
+//     ends and begins again as the baseline catches up.
+//   - The step's excursions are no crossings for the spike path's rate:
+//     a nightly job counted as a burst made the path call bursts
+//     routine, and an incident shaped like the job, hours later, scored
+//     nothing.
+//
+// x belongs to the step while the excursion is the step's and x is near
+// where it landed (dailyJumps.near).
+func (a *Auto) dailyStep(ts int64, x, m, change, changeSp, bound float64, notJump, repeat bool) bool {
+	if a.run == 1 && notJump {
+		repeat = a.dailyRepeat(ts, change, a.cfg.JumpZ*changeSp)
+	}
+	j := &a.daily
+	if repeat {
+		j.open, j.from, j.landed = true, a.prev, x
+		a.counts = false
+	} else if a.run == 1 {
+		j.open = j.open && j.near(x, bound) && 2*math.Abs(m-j.from) < math.Abs(j.landed-j.from)
+		a.counts = a.counts && !j.open
+	}
+	return j.open && j.near(x, bound)
+}
+
 // dailyRepeat reports whether a change d at ts repeats a jump of one or
 // two days before (see dailyJumps) by less than tol, at the same time of
 // day to within the sampling interval: after a gap the time since the
@@ -1554,9 +1568,10 @@ func RowNumbers(first, step int64) bool {
 }
 
 // fitInterval fits what counts samples to the interval measured in the
-// warm-up: the likelihoods' windows, the slices' memory, the trend's
-// and the changes' spread's (see each). Each sets its state from the config and the interval
-// alone, so it runs once the warm-up ends and again on restore.
+// warm-up: the likelihoods' windows, the slices' memory, the trend's and
+// the changes' spread's (see each). Each sets its state from the config
+// and the interval alone, so it runs once the warm-up ends and again on
+// restore.
 func (a *Auto) fitInterval() {
 	a.fitClock()
 	a.fitLikelihoods()
@@ -1573,9 +1588,9 @@ func (a *Auto) fitInterval() {
 // windows span a minute's time, took the day's new noise for changes
 // the series had never made: a service stepping from 60 to 300 at
 // 09:00 (3 % noise) paged 84 times over ten seeds' twelve days at 15 s;
-// fitted, 16 (TestAutoDailyStepsFifteenSeconds). The level keeps its memory in samples: fitted as well, it
-// cost the ceiling of a CPU quota 6 to 7 points. At a minute or
-// coarser nothing changes.
+// fitted, 16 (TestAutoDailyStepsFifteenSeconds). The level keeps its
+// memory in samples: fitted as well, it cost the ceiling of a CPU quota
+// 6 to 7 points. At a minute or coarser nothing changes.
 func (a *Auto) fitChanges() {
 	if f := float64(a.sliceScale()); f > 1 {
 		a.step.alpha = AlphaForHalfLife(a.cfg.LevelHalfLife * f)
