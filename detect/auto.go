@@ -455,7 +455,12 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	}
 	loc := a.level.Loc()
 	now := loc + a.lag*a.slope // where the trend puts the level now
-	scale := maxf(a.level.Scale(), scaleFloor(loc))
+	// The least spread anything is judged in (see rangeFloor): at the
+	// level, worked out once for all that use it, and at the short
+	// baseline, the trend and the profile for theirs.
+	reach := a.floorReach(loc)
+	floor := rangeFloor(loc, reach)
+	scale := maxf(a.level.Scale(), floor)
 	surprise := 0.0
 	extreme := 0.0          // the new-extreme score; 0 if x is no new extreme
 	zDay, zStep := 0.0, 0.0 // likelihood z-values (see Likelihood.UpdateZ)
@@ -488,10 +493,10 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if day != nil {
 			b := day
 			if b.Count() >= a.minVisits {
-				quarter := hourSpread(b, loc, scale)
+				quarter := hourSpread(b, floor, scale)
 				spread := quarter
 				if !a.fraction {
-					spread = countSpread(b, loc, a.quantum)
+					spread = countSpread(b, floor, a.quantum)
 				}
 				dev := math.Abs(x - b.Mean())
 				daily := dev / spread
@@ -557,7 +562,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		d := x - a.prev
 		e := d - a.step.Loc()
 		dev := math.Abs(e)
-		js := maxf(a.step.Scale(), scaleFloor(loc))
+		js := maxf(a.step.Scale(), floor)
 		step := dev / js
 		change, changeSp = d, js
 		// A jump needs dev ≥ JumpZ·js (and, on counts, dev² ≥
@@ -621,7 +626,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	zp := 0.0 // the day's profile's z, where it judges
 	if day != nil {
 		var pexp, psp float64
-		zp, pexp, psp = a.prof.observe(&a.day, slot, ts, x, scale, c.SurpriseCap, uint64(c.WarmUp))
+		zp, pexp, psp = a.prof.observe(&a.day, slot, ts, x, scale, reach, c.SurpriseCap, uint64(c.WarmUp))
 		// Where the profile judges, it explains most of the variance,
 		// and its prediction and spread are the verdict's. Its
 		// likelihood then takes the place of the level's, whose surprise
@@ -664,7 +669,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	trendP, trendV := 0.0, 0.0 // the trend's prediction and variance where it judges, else 0
 	if c.SpikeZ > 0 {
 		m := a.spike.Mean()
-		v := maxf(a.spike.Var(), scaleFloor(m)*scaleFloor(m))
+		fm := rangeFloor(m, reach)
+		v := maxf(a.spike.Var(), fm*fm)
 		n := a.spike.Count()
 		// Past the warm-up the baseline learns x clipped at spikeClip
 		// of its spreads, as the level learns its samples (see Robust):
@@ -690,7 +696,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// to the flat baseline, whose lag they are there to replace.
 		flatM, flatV := m, v
 		if p, ms := a.trendStep(x, n); n >= uint64(c.WarmUp) && 4*ms <= v && (!profBand || profZ > 0) {
-			m, v = p, maxf(ms, scaleFloor(p)*scaleFloor(p))
+			fp := rangeFloor(p, reach)
+			m, v = p, maxf(ms, fp*fp)
 			trendP, trendV = p, v
 		}
 		d := x - m
@@ -839,8 +846,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// The trend-carried level and the scale as at the start (the
 		// level has not learnt x yet), worked out again rather than
 		// kept in registers all the way here.
-		now, scale := loc+a.lag*a.slope, maxf(a.level.Scale(), scaleFloor(loc))
-		extreme = a.extreme(ts, x, loc, scale, math.Abs(x-now)/scale, day)
+		floor := rangeFloor(loc, a.floorReach(loc))
+		now, scale := loc+a.lag*a.slope, maxf(a.level.Scale(), floor)
+		extreme = a.extreme(ts, x, loc, floor, scale, math.Abs(x-now)/scale, day)
 		counts := a.recordsCount(ts)
 		if x > a.hi {
 			if !counts || a.hiEp {
@@ -1178,11 +1186,11 @@ func minf(a, b float64) float64 {
 // beats. Records on two weeks of white noise then page 25 times where
 // they paged 60 (twenty seeds; TestAutoRecordsOnNoise), and NAB has
 // three false alarms fewer and no window lost.
-func (a *Auto) extreme(ts int64, x, loc, scale, levelZ float64, day *EWMA) float64 {
+func (a *Auto) extreme(ts int64, x, loc, floor, scale, levelZ float64, day *EWMA) float64 {
 	c := &a.cfg
 	tol := c.ExtremeTolerance * (a.hi - a.lo)
 	if c.ExtremeTolerance >= 0 && a.recordsCount(ts) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) {
-		z, noiseZ := a.recordZ(ts, x, loc, scale, levelZ, day)
+		z, noiseZ := a.recordZ(ts, x, loc, floor, scale, levelZ, day)
 		if z < extremeMinZ || z >= recordBand && noiseZ < noiseReach(a.n) {
 			return 0
 		}
@@ -1474,14 +1482,39 @@ func (a *Auto) usualDistance(ts int64, x, loc float64, day *EWMA) float64 {
 	return min(math.Abs(x-day.Mean()), math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean))
 }
 
+// floorReach is the magnitude rangeFloor may take its thousandth of
+// around level loc: floorSpans times the series' range so far, but at
+// least a billionth of the level, so that a series that has never
+// moved does not page on a difference in its last digit (0.1+0.2
+// against 0.3) however large its magnitude (TestAutoFlatFloatNoise).
+// Until the warm-up is over the range is not yet the series' own (its
+// first samples have barely moved) and the reach is unbounded, the
+// floor scaleFloor's: a floor from that range made the first samples'
+// surprise, which the likelihoods' long runs keep with equal weights
+// for thousands of samples, as large as an incident's, and a rising
+// series' dip on its second day went unseen (TestAutoSecondDay).
+func (a *Auto) floorReach(loc float64) float64 {
+	if a.n > uint64(a.cfg.WarmUp) {
+		return maxf(floorSpans*(a.hi-a.lo), 1e-9*math.Abs(loc))
+	}
+	return math.Inf(1)
+}
+
+// floorSpans is how many of a series' ranges the magnitude in
+// rangeFloor may reach: the floor is at most a hundredth of the range.
+// At 1 NAB lost a window by a near-tie; at 100 most of what a constant
+// offset cost came back (docs/detectors.md).
+const floorSpans = 10
+
 // hourSpread is the spread by which a time-of-day slice (day) judges a
-// value: its own, but never below a quarter of the level's (scale at
-// level loc), since a slice's spread is noisy with few visits. On a
-// strong daily cycle the level's spread is the cycle's, so a night's
-// noise is judged by a quarter of the day's swing; on counts
-// Observe uses countSpread instead where it can (and says where not).
-func hourSpread(day *EWMA, loc, scale float64) float64 {
-	return maxf(maxf(day.Std(), 0.25*scale), scaleFloor(loc))
+// value: its own, but never below a quarter of the level's (scale) nor
+// the level's floor (see floorReach), since a slice's spread is noisy
+// with few visits. On a strong daily cycle the level's spread is the
+// cycle's, so a night's noise is judged by a quarter of the day's
+// swing; on counts Observe uses countSpread instead where it can (and
+// says where not).
+func hourSpread(day *EWMA, floor, scale float64) float64 {
+	return maxf(maxf(day.Std(), 0.25*scale), floor)
 }
 
 // countSpread is hourSpread for a series of counts (whole numbers, or
@@ -1492,10 +1525,10 @@ func hourSpread(day *EWMA, loc, scale float64) float64 {
 // of quiet visits can rule out and which does not grow with the daily
 // cycle. The time-of-day likelihood, the hour's spike and the verdict's
 // band use it on counts.
-func countSpread(day *EWMA, loc, quantum float64) float64 {
+func countSpread(day *EWMA, floor, quantum float64) float64 {
 	// One square root of the larger variance: the same as the larger of
 	// the two roots, as the root is monotone.
-	return maxf(math.Sqrt(maxf(day.Var(), quantum*max(day.Mean(), 0.5*quantum))), scaleFloor(loc))
+	return maxf(math.Sqrt(maxf(day.Var(), quantum*max(day.Mean(), 0.5*quantum))), floor)
 }
 
 // recordZ is the surprise a record x is judged by (see extreme): its
@@ -1508,7 +1541,7 @@ func countSpread(day *EWMA, loc, quantum float64) float64 {
 // spread, without hourSpread's floor of a quarter of the level's spread:
 // noise's reach is the hour's noise's, and against the floor a record
 // far beyond that noise would look like one within it.
-func (a *Auto) recordZ(ts int64, x, loc, scale, levelZ float64, day *EWMA) (z, noiseZ float64) {
+func (a *Auto) recordZ(ts int64, x, loc, floor, scale, levelZ float64, day *EWMA) (z, noiseZ float64) {
 	if day == nil || day.Count() < a.minVisits {
 		return levelZ, levelZ
 	}
@@ -1517,7 +1550,7 @@ func (a *Auto) recordZ(ts int64, x, loc, scale, levelZ float64, day *EWMA) (z, n
 	// or three Poisson spreads out, and at the Poisson floor those alert
 	// (TestAutoHourSpike's plain cycle does).
 	d := a.usualDistance(ts, x, loc, day)
-	return d / hourSpread(day, loc, scale), d / maxf(day.Std(), scaleFloor(loc))
+	return d / hourSpread(day, floor, scale), d / maxf(day.Std(), floor)
 }
 
 // sliceStep is the finest interval at which DayHalfLife and

@@ -1,0 +1,93 @@
+package detect
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// offsetGauge is two weeks of a 1-minute gauge on a daily cycle (50 ± 10,
+// noise 1) with a constant added, and a rise of 6 for two hours on day
+// 10 (at), as a disk's used bytes or a temperature in kelvin carry an
+// offset many times the range they move in.
+func offsetGauge(seed uint64, offset float64) (xs []float64, at int) {
+	const perDay = 1440
+	rng := rand.New(rand.NewPCG(seed, 77))
+	at = 10*perDay + rng.IntN(perDay)
+	xs = make([]float64, 14*perDay)
+	for i := range xs {
+		x := 50 + 10*math.Sin(2*math.Pi*float64(i)/perDay) + rng.NormFloat64()
+		if i >= at && i < at+120 {
+			x += 6
+		}
+		xs[i] = x + offset
+	}
+	return xs, at
+}
+
+// TestAutoOffsetGauge: a constant added to a gauge changes nothing. With
+// the floor at a thousandth of the level (scaleFloor), a gauge at 10⁵
+// moving within ±15 had a floor of 100: its noise and its incidents lay
+// within one spread, and none of ten incidents paged (at 10⁴, 10 pages
+// outside them against 15). The floor is now at most a hundredth of the
+// range seen (rangeFloor), below such a gauge's noise, and the pages are
+// the plain gauge's at every offset.
+func TestAutoOffsetGauge(t *testing.T) {
+	const perDay, minuteMs = 1440, 60_000
+	cfg := DefaultAutoConfig()
+	run := func(offset float64) (pages, caught int) {
+		for seed := range uint64(10) {
+			xs, at := offsetGauge(seed, offset)
+			d := NewAuto(cfg)
+			paged := false
+			for i, x := range xs {
+				v := d.Observe(int64(i)*minuteMs, x)
+				if v.Score < cfg.Threshold || d.quiet != cfg.Quiet || i < perDay {
+					continue // not an alert, or on the first day
+				}
+				if i >= at && i < at+120 {
+					paged = true
+				} else {
+					pages++
+				}
+			}
+			if paged {
+				caught++
+			}
+		}
+		return pages, caught
+	}
+	plain, caught := run(0)
+	t.Logf("offset 0: %d pages outside the incidents, %d of 10 incidents paged", plain, caught)
+	require.Equal(t, 10, caught, "incidents paged on the plain gauge")
+	for _, offset := range []float64{1e3, 1e5, 1e7} {
+		pages, caught := run(offset)
+		t.Logf("offset %g: %d pages outside the incidents, %d of 10 incidents paged", offset, pages, caught)
+		require.Equal(t, 10, caught, "incidents paged at offset %g", offset)
+		require.InDelta(t, plain, pages, 2, "pages outside the incidents at offset %g", offset)
+	}
+}
+
+// TestAutoFlatFloatNoise: a series that has never moved does not page
+// on a difference in its last digit, at any magnitude: the floor keeps a
+// billionth of the level (floorReach) where the range is 0. A real move
+// of such a series still pages.
+func TestAutoFlatFloatNoise(t *testing.T) {
+	const minuteMs = 60_000
+	cfg := DefaultAutoConfig()
+	for _, level := range []float64{0.3, 100, 4e11} {
+		d := NewAuto(cfg)
+		for i := range 3000 {
+			x := level
+			if i%500 == 499 { // one ulp off, as a sum's rounding leaves it
+				x = math.Nextafter(level, math.Inf(1))
+			}
+			v := d.Observe(int64(i)*minuteMs, x)
+			require.Less(t, v.Score, cfg.Threshold, "level %g, sample %d", level, i)
+		}
+		v := d.Observe(3000*minuteMs, level*1.01)
+		require.GreaterOrEqual(t, v.Score, cfg.Threshold, "level %g: a move of 1 %%", level)
+	}
+}
