@@ -170,7 +170,7 @@ func TestRowNumbers(t *testing.T) {
 // 30 and 45 minutes. The values and the windows stay; only which samples
 // share one of auto's hour slices changes, as it does between data sets
 // aligned differently. auto's mean over the four must stay above a floor
-// (71.41 / 70.03 now, against 74.23 / 73.82 as published), so that a
+// (71.39 / 70.02 now, against 74.22 / 73.81 as published), so that a
 // change tuned to NAB's own alignment and lost at the others fails here
 // (docs/detectors.md, "Where the samples fall within the hour").
 func TestShiftedClock(t *testing.T) {
