@@ -374,6 +374,9 @@ type Auto struct {
 	// The last jumps and when they came, for steps that the day repeats
 	// (see dailyJumps).
 	daily dailyJumps
+	// What the floors under every spread are worked out from (see
+	// fitFloor); derived from the range, not part of snapshots.
+	span, least float64
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -399,6 +402,7 @@ func NewAuto(c AutoConfig) *Auto {
 	}
 	a.setTrendMemory(c.SpikeHalfLife)
 	a.setLattice(1, wholeTol)
+	a.fitFloor()
 	a.dep = newDepartures()
 	// The z of a score of half the threshold and of the threshold, at
 	// least 1: the likelihoods report a z below 1 as 0, calm.
@@ -447,6 +451,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.interval = d
 		}
 		if a.n == uint64(c.WarmUp)+1 {
+			a.fitFloor()
 			a.fitInterval()
 		}
 	}
@@ -458,8 +463,11 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// The least spread anything is judged in (see rangeFloor): at the
 	// level, worked out once for all that use it, and at the short
 	// baseline, the trend and the profile for theirs.
+	// The least spread anything is judged in (see rangeFloor): at the
+	// level, worked out once for all that use it, and at the short
+	// baseline, the trend and the profile for theirs.
 	reach := a.floorReach(loc)
-	floor := rangeFloor(loc, reach)
+	floor := rangeFloor(loc, reach, a.least)
 	scale := maxf(a.level.Scale(), floor)
 	// Whole numbers are counts (see lattice.go), unless they vary far
 	// less than counts at their level do (see gauge).
@@ -632,7 +640,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	zp := 0.0 // the day's profile's z, where it judges
 	if day != nil {
 		var pexp, psp float64
-		zp, pexp, psp = a.prof.observe(&a.day, slot, ts, x, scale, reach, c.SurpriseCap, uint64(c.WarmUp))
+		zp, pexp, psp = a.prof.observe(&a.day, slot, ts, x, scale, reach, a.least, c.SurpriseCap, uint64(c.WarmUp))
 		// Where the profile judges, it explains most of the variance,
 		// and its prediction and spread are the verdict's. Its
 		// likelihood then takes the place of the level's, whose surprise
@@ -675,7 +683,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	trendP, trendV := 0.0, 0.0 // the trend's prediction and variance where it judges, else 0
 	if c.SpikeZ > 0 {
 		m := a.spike.Mean()
-		fm := rangeFloor(m, reach)
+		fm := rangeFloor(m, reach, a.least)
 		v := maxf(a.spike.Var(), fm*fm)
 		n := a.spike.Count()
 		// Past the warm-up the baseline learns x clipped at spikeClip
@@ -702,7 +710,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// to the flat baseline, whose lag they are there to replace.
 		flatM, flatV := m, v
 		if p, ms := a.trendStep(x, n); n >= uint64(c.WarmUp) && 4*ms <= v && (!profBand || profZ > 0) {
-			fp := rangeFloor(p, reach)
+			fp := rangeFloor(p, reach, a.least)
 			m, v = p, maxf(ms, fp*fp)
 			trendP, trendV = p, v
 		}
@@ -852,7 +860,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// The trend-carried level and the scale as at the start (the
 		// level has not learnt x yet), worked out again rather than
 		// kept in registers all the way here.
-		floor := rangeFloor(loc, a.floorReach(loc))
+		floor := rangeFloor(loc, a.floorReach(loc), a.least)
 		now, scale := loc+a.lag*a.slope, maxf(a.level.Scale(), floor)
 		extreme = a.extreme(ts, x, loc, floor, scale, math.Abs(x-now)/scale, day)
 		counts := a.recordsCount(ts)
@@ -877,6 +885,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.loEp = a.quiet > 0
 		}
 		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
+		a.fitFloor()
 	}
 	a.prev, a.prevTs = x, ts
 	if a.level.steady() {
@@ -1526,22 +1535,46 @@ func (a *Auto) usualDistance(ts int64, x, loc float64, day *EWMA) float64 {
 	return min(math.Abs(x-day.Mean()), math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean))
 }
 
-// floorReach is the magnitude rangeFloor may take its thousandth of
-// around level loc: floorSpans times the series' range so far, but at
-// least a billionth of the level, so that a series that has never
-// moved does not page on a difference in its last digit (0.1+0.2
-// against 0.3) however large its magnitude (TestAutoFlatFloatNoise).
+// fitFloor sets what rangeFloor needs, whenever the series' range
+// changes and once the warm-up is over: the span of the range it may
+// reach (see floorReach) and its least value (least). Both are derived
+// from the range, not kept in snapshots.
+//
+// The least floor is scaleFloor's 10⁻⁹ times the largest magnitude the
+// series has reached, where that is below 1. 10⁻⁹ is no least spread
+// for a latency of 40 ns in seconds, whose noise is a few of it: NAB
+// with its values times 10⁻⁹ scored 68.66 with 10⁻⁹ and 72.99 with
+// this (74.22 as published, where nothing changes). It is at least
+// 10⁻¹⁵: above 0 for a series that has only been 0, with a square (the
+// short baseline's and the profile's floors are squared) far from the
+// denormals, and above the rounding that the difference of two values
+// near 1 leaves (a derivative of a series that did not move can come
+// out as 10⁻¹⁷ rather than 0). A wild value can raise it to no more
+// than scaleFloor's 10⁻⁹.
+//
 // Until the warm-up is over the range is not yet the series' own (its
-// first samples have barely moved) and the reach is unbounded, the
-// floor scaleFloor's: a floor from that range made the first samples'
-// surprise, which the likelihoods' long runs keep with equal weights
-// for thousands of samples, as large as an incident's, and a rising
-// series' dip on its second day went unseen (TestAutoSecondDay).
-func (a *Auto) floorReach(loc float64) float64 {
-	if a.n > uint64(a.cfg.WarmUp) {
-		return maxf(floorSpans*(a.hi-a.lo), 1e-9*math.Abs(loc))
+// first samples have barely moved): the span is unbounded and the least
+// 10⁻⁹, the floor scaleFloor's. A floor from that range made the first
+// samples' surprise, which the likelihoods' long runs keep with equal
+// weights for thousands of samples, as large as an incident's, and a
+// rising series' dip on its second day went unseen (TestAutoSecondDay).
+func (a *Auto) fitFloor() {
+	if a.n <= uint64(a.cfg.WarmUp) {
+		a.span, a.least = math.Inf(1), 1e-9
+		return
 	}
-	return math.Inf(1)
+	a.span = floorSpans * (a.hi - a.lo)
+	a.least = maxf(1e-9*minf(1, maxf(a.hi, -a.lo)), 1e-15)
+}
+
+// floorReach is the magnitude rangeFloor may take its thousandth of
+// around level loc: floorSpans times the series' range (span, see
+// fitFloor), but at least a billionth of the level, so that a series
+// that has never moved does not page on a difference in its last digit
+// (0.1+0.2 against 0.3) however large its magnitude
+// (TestAutoFlatFloatNoise).
+func (a *Auto) floorReach(loc float64) float64 {
+	return maxf(a.span, 1e-9*math.Abs(loc))
 }
 
 // floorSpans is how many of a series' ranges the magnitude in
@@ -1991,6 +2024,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 			r.err = errorf("excursion's slice %d of %d", a.exSlot, len(a.hourCrossings))
 		}
 	}
+	a.fitFloor()
 	a.fitInterval()
 	a.last = decodeVerdict(r)
 	a.last.Episode = a.quiet > 0 // not kept: the episode is the quiet period

@@ -72,23 +72,32 @@ func TestAutoOffsetGauge(t *testing.T) {
 
 // TestAutoFlatFloatNoise: a series that has never moved does not page
 // on a difference in its last digit, at any magnitude: the floor keeps a
-// billionth of the level (floorReach) where the range is 0. A real move
-// of such a series still pages.
+// billionth of the level (floorReach) where the range is 0, and at 0 at
+// least 10⁻¹⁵, above what the difference of two values near 1 leaves.
+// A real move of such a series still pages, down to a nanosecond's worth
+// of seconds.
 func TestAutoFlatFloatNoise(t *testing.T) {
 	const minuteMs = 60_000
 	cfg := DefaultAutoConfig()
-	for _, level := range []float64{0.3, 100, 4e11} {
+	for _, level := range []float64{0, 4e-8, 0.3, 100, 4e11} {
 		d := NewAuto(cfg)
 		for i := range 3000 {
 			x := level
 			if i%500 == 499 { // one ulp off, as a sum's rounding leaves it
 				x = math.Nextafter(level, math.Inf(1))
+				if level == 0 {
+					x = 0.1 + 0.2 - 0.3 // 5.6e-17
+				}
 			}
 			v := d.Observe(int64(i)*minuteMs, x)
 			require.Less(t, v.Score, cfg.Threshold, "level %g, sample %d", level, i)
 		}
-		v := d.Observe(3000*minuteMs, level*1.01)
-		require.GreaterOrEqual(t, v.Score, cfg.Threshold, "level %g: a move of 1 %%", level)
+		move := level * 0.01
+		if level == 0 {
+			move = 1e-9
+		}
+		v := d.Observe(3000*minuteMs, level+move)
+		require.GreaterOrEqual(t, v.Score, cfg.Threshold, "level %g: a move of %g", level, move)
 	}
 }
 

@@ -65,10 +65,17 @@ const (
 // onLattice reports whether x lies on the lattice of 1/m (m =
 // a.perQuantum) within latticeTol of its points, in steps; the common
 // case, checked on every sample until offLattice is set, is a
-// multiplication and a rounding.
+// multiplication and a rounding. A value other than 0 that lies within
+// the tolerance of the lattice's 0 is no count of 0 but a value too
+// small for the tolerance to judge: a latency of 40 ns in seconds
+// (4e-8) read as 0 within a billionth of a step, and a series of such
+// values was modelled as counts of nothing (NAB with its values times
+// 10⁻¹² scored 18.68). Such a value is off the lattice, and the
+// refinement finds none fine enough for it (see refineLattice).
 func (a *Auto) onLattice(x float64) bool {
 	y := x * a.perQuantum
-	return math.Abs(y-math.Round(y)) <= a.latticeTol
+	r := math.Round(y)
+	return math.Abs(y-r) <= a.latticeTol && (r != 0 || x == 0)
 }
 
 // refineLattice is called with a value x off the lattice of 1/m. It

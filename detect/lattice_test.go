@@ -28,6 +28,8 @@ func TestLattice(t *testing.T) {
 		{"a measurement", []float64{0.7853981633974483, 0.1234567, 3.3}, 1, false, true},
 		{"a lattice finer than counts", []float64{1.0 / 1009, 5.0 / 1009}, 1, false, true},
 		{"near a count of 1/31 only to its four decimals' rounding", []float64{0.3227}, 1, false, true},
+		{"nanoseconds in seconds, within a billionth of 0", []float64{4.2e-11, 3.9e-11, 4.4e-11}, 1, false, true},
+		{"0 and counts", []float64{0, 0, 2, 0}, 1, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := NewAuto(DefaultAutoConfig())

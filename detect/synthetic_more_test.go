@@ -244,10 +244,10 @@ var moreFamilies = []family{
 // "7-12"), and checks that auto's mean over all families is at least
 // zscore's, optimised and at the own thresholds; it is skipped without
 // the variable. SEISMO_NAB_DETECTOR=auto with SEISMO_NAB_CONFIG sets
-// auto's config as in the other tests; SEISMO_SYNTH_UNITS=range, max or offset
-// rescales each series first (see rescaled), and SEISMO_SYNTH_TIMES=rows
-// replaces its timestamps by row numbers, shift:M moves them by M minutes
-// (see retimed).
+// auto's config as in the other tests; SEISMO_SYNTH_UNITS=range, max,
+// offset or nano rescales each series first (see rescaled), and
+// SEISMO_SYNTH_TIMES=rows replaces its timestamps by row numbers,
+// shift:M moves them by M minutes (see retimed).
 func TestSyntheticMeans(t *testing.T) {
 	spec := os.Getenv("SEISMO_SYNTH_SEEDS")
 	if spec == "" {
@@ -291,7 +291,8 @@ func TestSyntheticMeans(t *testing.T) {
 // (min-max normalisation, as server-metric data sets are published),
 // "max" divides by the series' largest value, "offset" adds 100 times
 // the series' range (a gauge that carries a constant: bytes of a disk, a
-// temperature in kelvin); "" leaves them as drawn.
+// temperature in kelvin), "nano" multiplies by 10⁻⁹ (nanoseconds
+// written in seconds); "" leaves them as drawn.
 func rescaled(series []synthSeries, units string) []synthSeries {
 	if units == "" {
 		return series
@@ -305,9 +306,13 @@ func rescaled(series []synthSeries, units string) []synthSeries {
 			}
 		}
 		s.values = append([]float64(nil), s.values...)
-		if units == "offset" {
+		if units == "offset" || units == "nano" {
 			for j := range s.values {
-				s.values[j] += 100 * (hi - lo)
+				if units == "nano" {
+					s.values[j] *= 1e-9
+				} else {
+					s.values[j] += 100 * (hi - lo)
+				}
 			}
 			out[i] = s
 			continue
@@ -391,27 +396,35 @@ func TestSyntheticCountsRescaled(t *testing.T) {
 	}
 }
 
-// TestSyntheticOffset: a constant added to every series (100 times its
-// range, as a disk's used bytes or a temperature in kelvin carry one)
-// leaves auto's mean over the families, on seed 1, within a point and a
-// half of the mean as drawn, optimised and at the own threshold. With
-// the floor at a thousandth of the magnitude the offset cost 6.4 / 10.9
-// points over seeds 1-6 (75.6 / 66.0 against 82.0 / 76.9): kpi_minute,
-// server_minute and gc_pauses lost 43 to 56 (docs/detectors.md, "A
-// floor at the series' own scale").
-func TestSyntheticOffset(t *testing.T) {
-	var own, off [2]float64
+// TestSyntheticGaugeUnits: a constant added to every series (100 times
+// its range, as a disk's used bytes or a temperature in kelvin carry
+// one), or every value times 10⁻⁹ (nanoseconds written in seconds),
+// leaves auto's mean over the families, on seed 1, within a point and
+// a half of the mean as drawn, optimised and at the own threshold. With
+// the floor at a thousandth of the magnitude and at least 10⁻⁹, the
+// offset cost 6.4 / 10.9 points over seeds 1-6 (75.6 / 66.0 against
+// 82.0 / 76.9; kpi_minute, server_minute and gc_pauses lost 43 to 56),
+// and 10⁻⁹ 2.2 / 1.5 (docs/detectors.md, "A floor at the series' own
+// scale").
+func TestSyntheticGaugeUnits(t *testing.T) {
 	n := float64(len(families))
+	var own [2]float64
+	moved := map[string]*[2]float64{"offset": {}, "nano": {}}
 	for _, f := range families {
 		series := f.generate(1)
 		oo, of := scoreFamily(t, "auto", series)
-		so, sf := scoreFamily(t, "auto", rescaled(series, "offset"))
 		own[0], own[1] = own[0]+oo.Normalized/n, own[1]+of.Normalized/n
-		off[0], off[1] = off[0]+so.Normalized/n, off[1]+sf.Normalized/n
+		for units, sum := range moved {
+			so, sf := scoreFamily(t, "auto", rescaled(series, units))
+			sum[0], sum[1] = sum[0]+so.Normalized/n, sum[1]+sf.Normalized/n
+		}
 	}
-	t.Logf("as drawn %.1f / %.1f   with an offset %.1f / %.1f", own[0], own[1], off[0], off[1])
-	require.GreaterOrEqual(t, off[0], own[0]-1.5, "optimised")
-	require.GreaterOrEqual(t, off[1], own[1]-1.5, "own threshold")
+	for _, units := range []string{"offset", "nano"} {
+		sum := moved[units]
+		t.Logf("as drawn %.1f / %.1f   %s %.1f / %.1f", own[0], own[1], units, sum[0], sum[1])
+		assert.GreaterOrEqual(t, sum[0], own[0]-1.5, "%s, optimised", units)
+		assert.GreaterOrEqual(t, sum[1], own[1]-1.5, "%s, own threshold", units)
+	}
 }
 
 // TestSyntheticRowNumbers: the families timestamped by row number (1,

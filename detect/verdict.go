@@ -48,9 +48,11 @@ func bit(b bool) int8 {
 // magnitude, so that float noise is not an anomaly.
 func scaleFloor(loc float64) float64 { return 1e-3*math.Abs(loc) + 1e-9 }
 
-// rangeFloor is scaleFloor with the magnitude taken at most up to reach:
-// auto passes ten times the series' range so far (see Auto.floorReach),
-// so that its floor is never more than a hundredth of that range.
+// rangeFloor is scaleFloor with the magnitude taken at most up to reach
+// and least in place of scaleFloor's 10⁻⁹: auto passes ten times the
+// series' range so far (see Auto.floorReach), so that its floor is never
+// more than a hundredth of that range, and a least floor that shrinks
+// with a series whose values never reach 1.
 //
 // A magnitude measured from 0 is not every series' own scale. Memory or
 // disk in bytes, a temperature in kelvin, a gauge with a constant
@@ -65,8 +67,8 @@ func scaleFloor(loc float64) float64 { return 1e-3*math.Abs(loc) + 1e-9 }
 // (74.23 as published, where nothing changes: its series span more
 // than a tenth of their level; docs/detectors.md, "A floor at the
 // series' own scale").
-func rangeFloor(loc, reach float64) float64 {
-	return 1e-3*minf(math.Abs(loc), reach) + 1e-9
+func rangeFloor(loc, reach, least float64) float64 {
+	return 1e-3*minf(math.Abs(loc), reach) + least
 }
 
 // checkHalfLife records an error unless v is a positive, finite number of
