@@ -280,3 +280,54 @@ func poissonCount(rng *rand.Rand, lambda float64) float64 {
 	}
 	return k
 }
+
+// TestAutoGlitchKeepsRecords: one wild sample (a misread counter, 1,000
+// times the series) pages, but does not become the bar that every later
+// record must beat: on the next sample, back within the old bar, the
+// old bar is restored (see glitch), and a new high two days later is
+// still a record. A wild value that holds for two samples is a new bar.
+func TestAutoGlitchKeepsRecords(t *testing.T) {
+	const perDay, minuteMs = 1440, 60_000
+	cfg := DefaultAutoConfig()
+	draw := func(seed uint64, wild ...int) []float64 {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		xs := make([]float64, 6*perDay)
+		for i := range xs {
+			xs[i] = 50 + 10*math.Sin(2*math.Pi*float64(i)/perDay) + rng.NormFloat64()
+		}
+		for _, i := range wild {
+			xs[i] = 5e4
+		}
+		return xs
+	}
+	glitch, high := 3*perDay+100, 5*perDay+perDay/4 // the high at the day's peak
+	for seed := range uint64(5) {
+		xs := draw(seed, glitch)
+		for i := high; i < high+10; i++ {
+			xs[i] = 80
+		}
+		d := NewAuto(cfg)
+		var before float64
+		for i, x := range xs[:high+10] {
+			if i == glitch {
+				before = d.hi
+			}
+			v := d.Observe(int64(i)*minuteMs, x)
+			switch i {
+			case glitch:
+				require.GreaterOrEqual(t, v.Score, cfg.Threshold, "seed %d: the wild value pages", seed)
+			case glitch + 1:
+				require.Equal(t, before, d.hi, "seed %d: the bar before the wild value", seed)
+			case high:
+				require.Equal(t, EvidenceRecord, v.Evidence, "seed %d: the new high", seed)
+				require.GreaterOrEqual(t, v.Score, cfg.Threshold, "seed %d: the new high", seed)
+			}
+		}
+
+		d = NewAuto(cfg)
+		for i, x := range draw(seed, glitch, glitch+1)[:glitch+3] {
+			d.Observe(int64(i)*minuteMs, x)
+		}
+		require.Equal(t, 5e4, d.hi, "seed %d: a wild value that held is the bar", seed)
+	}
+}
