@@ -60,6 +60,13 @@ const (
 	// the precision of a value with no decimal form shorter than a
 	// float's, relative to the value
 	floatPrecision = 1e-15
+	// the error of a value's place on a lattice, x·m, relative to it:
+	// two of a float's units in the last place (the value's own rounding
+	// and the product's). A value of 17,521,977.6 on the lattice of
+	// 1/45 lies 1.2e-7 steps from its point by that alone, more than
+	// a whole number's tolerance, and a lattice found on smaller values
+	// disowned it (FuzzLattice).
+	floatSteps = 4.5e-16
 )
 
 // onLattice reports whether x lies on the lattice of 1/m (m =
@@ -75,7 +82,7 @@ const (
 func (a *Auto) onLattice(x float64) bool {
 	y := x * a.perQuantum
 	r := math.Round(y)
-	return math.Abs(y-r) <= a.latticeTol && (r != 0 || x == 0)
+	return math.Abs(y-r) <= max(a.latticeTol, math.Abs(y)*floatSteps) && (r != 0 || x == 0)
 }
 
 // refineLattice is called with a value x off the lattice of 1/m. It
@@ -106,7 +113,7 @@ func (a *Auto) refineLattice(x float64) {
 		}
 		yj := ax * mj
 		switch e := math.Abs(yj - math.Round(yj)); {
-		case e <= wholeTol:
+		case e <= max(wholeTol, yj*floatSteps):
 			a.setLattice(mj, max(carried, wholeTol))
 			return
 		case e <= prec*mj && prec*mj <= latticeSlack:
