@@ -466,17 +466,14 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// The least spread anything is judged in (see rangeFloor): at the
 	// level, worked out once for all that use it, and at the short
 	// baseline, the trend and the profile for theirs.
-	// The least spread anything is judged in (see rangeFloor): at the
-	// level, worked out once for all that use it, and at the short
-	// baseline, the trend and the profile for theirs.
 	reach := a.floorReach(loc)
 	floor := rangeFloor(loc, reach, a.least)
 	scale := maxf(a.level.Scale(), floor)
 	// Whole numbers are counts (see lattice.go), unless they vary far
 	// less than counts at their level do (see gauge).
-	counts := !a.fraction
-	if counts && a.gauge(loc) {
-		counts = false
+	asCounts := !a.fraction
+	if asCounts && a.gauge(loc) {
+		asCounts = false
 	}
 	surprise := 0.0
 	extreme := 0.0          // the new-extreme score; 0 if x is no new extreme
@@ -512,7 +509,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			if b.Count() >= a.minVisits {
 				quarter := hourSpread(b, floor, scale)
 				spread := quarter
-				if counts {
+				if asCounts {
 					spread = countSpread(b, floor, a.quantum)
 				}
 				dev := math.Abs(x - b.Mean())
@@ -540,7 +537,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				// volumes) drive, and their hours' spread from a few dozen
 				// visits is no guide to their next burst.
 				mixed := daily
-				if counts {
+				if asCounts {
 					mixed = dev / quarter
 				}
 				surprise = (surprise + minf(mixed, c.SurpriseCap)) / 2
@@ -586,7 +583,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// JumpZ²·2·quantum·level); only then is its size worked out. The rarely
 		// true comparison comes first.
 		if dev >= c.JumpZ*js && c.JumpZ > 0 && c.SpikeZ > 0 {
-			jump = dev / a.jumpSpread(js, loc, counts) * c.SpikeZ / c.JumpZ
+			jump = dev / a.jumpSpread(js, loc, asCounts) * c.SpikeZ / c.JumpZ
 			repeat = a.dailyRepeat(ts, d, c.JumpZ*js)
 			a.daily.add(ts, d)
 		}
@@ -743,7 +740,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if (out || jump >= c.SpikeZ || hourZ >= c.SpikeZ) && n >= 2 {
 			// The spread of changes a jump is measured in, for the
 			// excursion's bound and the daily pattern's change.
-			js := a.jumpSpread(changeSp, loc, counts)
+			js := a.jumpSpread(changeSp, loc, asCounts)
 			spike, spikeEv = a.spikePath(m, d, v, jump, c.JumpZ*js, hourZ, out, slot)
 			// A move the daily pattern makes scores nothing, but its
 			// excursion is followed as any other. The profile, the finer
@@ -1431,10 +1428,11 @@ func (a *Auto) excursion(x float64, out bool, jump float64) {
 }
 
 // jumpSpread is the spread of changes a jump is measured in: js, the
-// robust spread of the series' changes, but on counts at least that of
-// the difference of two Poisson counts at level loc, √(2 × level) in
-// the counts' unit (quantum; see lattice.go), so that the first few
-// errors on a series of zeros are no jump of infinite size.
+// robust spread of the series' changes, but on counts (whole numbers
+// that are no gauge; see gauge) at least that of the difference of two
+// Poisson counts at level loc, √(2 × level) in the counts' unit
+// (quantum; see lattice.go), so that the first few errors on a series
+// of zeros are no jump of infinite size.
 func (a *Auto) jumpSpread(js, loc float64, counts bool) float64 {
 	if pf := 2 * a.quantum * max(loc, 0.5*a.quantum); counts && js*js < pf {
 		return math.Sqrt(pf)
@@ -1639,8 +1637,8 @@ func (a *Auto) floorReach(loc float64) float64 {
 
 // floorSpans is how many of a series' ranges the magnitude in
 // rangeFloor may reach: the floor is at most a hundredth of the range.
-// At 1 NAB lost a window by a near-tie; at 100 most of what a constant
-// offset cost came back (docs/detectors.md).
+// At 1 NAB lost a window by a near-tie; at 100 most of the gain on a
+// constant offset was gone (docs/detectors.md).
 const floorSpans = 10
 
 // hourSpread is the spread by which a time-of-day slice (day) judges a
