@@ -27,6 +27,7 @@ func registerBench(app *kingpin.Application, cli *cliEnv) {
 	cmd.Flag("files", "Also print, per file, its score at the alert threshold (the detector's own, or --threshold), the windows it missed and when its false alarms came.").BoolVar(&o.files)
 	cmd.Flag("cross-validate", "Also print cross-validated scores: the threshold tuned on all categories but one (or on half of them) and scored on the held-out ones.").BoolVar(&o.crossValidate)
 	cmd.Flag("shifts", "Also run the corpus with its clock shifted by 1/N of an hour, N-1 more times, and print the standard score's mean and range: how much of it rests on where the data falls within the detector's hours.").Default("1").IntVar(&o.shifts)
+	cmd.Flag("probe", "Also run the corpus with its values changed and the windows as they were, and print the standard score: "+probeHelp()+". Repeatable.").PlaceHolder("KIND[=F]").StringsVar(&o.probes)
 	cmd.Action(cli.action(func(ctx context.Context) error {
 		o.progress = isTerminal(cli.stderr)
 		return benchNAB(ctx, cli.stdout, cli.stderr, o)
@@ -40,7 +41,17 @@ type benchNABOptions struct {
 	report              bool
 	files               bool
 	crossValidate       bool
-	shifts              int // runs at clocks shifted by 1/shifts of an hour; 1: none
+	shifts              int      // runs at clocks shifted by 1/shifts of an hour; 1: none
+	probes              []string // --probe values, as given (see nab.ParseProbe)
+}
+
+// probeHelp lists the probes for --probe's help.
+func probeHelp() string {
+	forms := make([]string, len(nab.ProbeKinds))
+	for i, k := range nab.ProbeKinds {
+		forms[i] = k.Form + " (" + k.Doc + ")"
+	}
+	return strings.Join(forms, "; ")
 }
 
 // benchNAB runs one detector over the corpus in a fresh instance per file and
@@ -48,6 +59,14 @@ type benchNABOptions struct {
 // at the fixed alert threshold, and timings.
 func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) error {
 	wallStart := time.Now()
+	probes := make([]nab.Probe, len(o.probes))
+	for i, s := range o.probes {
+		p, err := nab.ParseProbe(s)
+		if err != nil {
+			return fmt.Errorf("--probe: %w", err)
+		}
+		probes[i] = p
+	}
 	corpus, err := nab.Load(o.data)
 	if err != nil {
 		return err
@@ -130,6 +149,11 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 
 	if o.shifts > 1 {
 		if err := printShifts(ctx, stdout, corpus, newDetector, threshold, report, o.shifts); err != nil {
+			return err
+		}
+	}
+	if len(probes) > 0 {
+		if err := printProbes(ctx, stdout, corpus, newDetector, threshold, report, probes); err != nil {
 			return err
 		}
 	}
@@ -289,6 +313,30 @@ func rowNumbered(c *nab.Corpus) int {
 // and days changes, as it does between two data sets whose clocks are
 // aligned differently. A detector tuned on one alignment scores that one
 // best.
+// printProbes runs the corpus once per probe, its values changed and
+// its windows as they were (see nab.Probe), and prints the standard
+// score of each next to the corpus as loaded: how much of the score
+// holds on metrics that differ from these in unit, offset or glitches.
+func printProbes(ctx context.Context, w io.Writer, c *nab.Corpus, newDetector func() (detect.Detector, error), threshold float64, report nab.Report, probes []nab.Probe) error {
+	fmt.Fprintf(w, "probes: the values changed, the windows as they were (standard profile, optimised / at the alert threshold)\n")
+	fmt.Fprintf(w, "%-14s %7.2f  %7.2f\n", "as loaded", report.Optimized[0].Normalized, report.Fixed.Normalized)
+	for _, p := range probes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		restore := p.Apply(c)
+		scores, _, err := nab.Run(c, newDetector, nil)
+		restore()
+		if err != nil {
+			return err
+		}
+		r := nab.Evaluate(c, scores, threshold)
+		fmt.Fprintf(w, "%-14s %7.2f  %7.2f\n", p, r.Optimized[0].Normalized, r.Fixed.Normalized)
+	}
+	fmt.Fprintln(w)
+	return nil
+}
+
 func printShifts(ctx context.Context, w io.Writer, c *nab.Corpus, newDetector func() (detect.Detector, error), threshold float64, report nab.Report, n int) error {
 	step := time.Hour.Milliseconds() / int64(n)
 	opt := []float64{report.Optimized[0].Normalized}

@@ -141,6 +141,40 @@ func TestBenchNABShifts(t *testing.T) {
 	require.NotContains(t, run("--detector", "zscore"), "clock shifted")
 }
 
+// TestBenchNABProbes runs the corpus with its values changed. zscore
+// measures a spike against its own spread, so a constant added or a
+// change of unit leaves its score as it was; a step to 1,000 times the
+// values, before the labelled spike, leaves it nothing to find there. A
+// probe that does not parse stops the command before the corpus is
+// read, naming the flag and the value.
+func TestBenchNABProbes(t *testing.T) {
+	data := writeNABCorpus(t)
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, runCLI(context.Background(), []string{"bench", "nab", "--data", data, "--detector", "zscore",
+		"--probe", "offset=100", "--probe", "scale=1e-3", "--probe", "step=1000"}, &stdout, &stderr, nil), stderr.String())
+	scores := map[string]string{}
+	section := false
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		if strings.HasPrefix(line, "probes: ") {
+			section = true
+			continue
+		}
+		if f := strings.Fields(line); section && len(f) >= 2 {
+			scores[strings.Join(f[:len(f)-2], " ")] = f[len(f)-2]
+		}
+	}
+	require.Contains(t, scores, "as loaded", stdout.String())
+	require.Equal(t, scores["as loaded"], scores["offset=100"], "a constant added")
+	require.Equal(t, scores["as loaded"], scores["scale=0.001"], "another unit")
+	require.NotEqual(t, scores["as loaded"], scores["step=1000"], "a change of scale before the spike")
+
+	stdout.Reset()
+	stderr.Reset()
+	require.Equal(t, 1, runCLI(context.Background(), []string{"bench", "nab", "--data", data, "--probe", "shift=2"}, &stdout, &stderr, nil))
+	require.Contains(t, stderr.String(), `--probe: probe "shift=2": unknown kind "shift"`)
+	require.Empty(t, stdout.String())
+}
+
 // TestBenchNABRowNumbers runs a corpus timestamped by row number, as
 // data sets without times publish their rows (1, 2, 3, ..., read as
 // Unix seconds): the report says which files auto judges without the

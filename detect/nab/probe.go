@@ -1,0 +1,145 @@
+package nab
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// A Probe changes a corpus's values the way metrics a detector was not
+// tuned on differ from it, and leaves the windows as they are: the same
+// incidents in another unit, with a constant added, mirrored, with one
+// wild value, or with a lasting change of scale part-way. `seismo bench
+// nab --probe` scores a detector on the corpus so changed, next to the
+// corpus as loaded (docs/detectors.md, "A floor at the series' own
+// scale", "One wild value" and Next steps).
+type Probe struct {
+	// Kind is one of ProbeKinds.
+	Kind string
+	// Factor is the kind's number (see ProbeKinds); 0 for mirror.
+	Factor float64
+}
+
+// ProbeKinds describes each kind of probe, as its flag value is written.
+var ProbeKinds = []struct{ Name, Form, Doc string }{
+	{"offset", "offset=F", "add F times each file's range (highest less lowest) to every value: a gauge with a constant, as bytes of a disk or a temperature in kelvin"},
+	{"scale", "scale=F", "multiply every value by F: the same metric in another unit (1e-9: nanoseconds written in seconds)"},
+	{"mirror", "mirror", "replace every value v by highest + lowest - v: an idle share for a busy one"},
+	{"wild", "wild=F", "set one value to F times the file's largest magnitude: a misread counter or a unit slip, at the first row from a third of the file on outside any window"},
+	{"step", "step=F", "multiply every value from the first row at a third of the file outside any window by F: a lasting change of scale, as a launch or a changed unit makes"},
+}
+
+// ParseProbe reads a probe as the flag writes it: "mirror", or a kind,
+// "=" and a number ("offset=100", "scale=1e-9", "wild=10", "step=2").
+func ParseProbe(s string) (Probe, error) {
+	kind, num, hasNum := strings.Cut(strings.TrimSpace(s), "=")
+	known := false
+	for _, k := range ProbeKinds {
+		known = known || k.Name == kind
+	}
+	if !known {
+		names := make([]string, len(ProbeKinds))
+		for i, k := range ProbeKinds {
+			names[i] = k.Form
+		}
+		return Probe{}, fmt.Errorf("probe %q: unknown kind %q (want one of %s)", s, kind, strings.Join(names, ", "))
+	}
+	if kind == "mirror" {
+		if hasNum {
+			return Probe{}, fmt.Errorf("probe %q: mirror takes no number", s)
+		}
+		return Probe{Kind: kind}, nil
+	}
+	if !hasNum {
+		return Probe{}, fmt.Errorf("probe %q: %s needs a number (%s=F)", s, kind, kind)
+	}
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return Probe{}, fmt.Errorf("probe %q: %q is no finite number", s, num)
+	}
+	if (kind == "scale" || kind == "step" || kind == "wild") && f == 0 {
+		return Probe{}, fmt.Errorf("probe %q: a factor of 0 leaves nothing to detect", s)
+	}
+	return Probe{Kind: kind, Factor: f}, nil
+}
+
+// String is the probe as the flag writes it.
+func (p Probe) String() string {
+	if p.Kind == "mirror" {
+		return p.Kind
+	}
+	return p.Kind + "=" + strconv.FormatFloat(p.Factor, 'g', -1, 64)
+}
+
+// Apply changes the values of every file of c (missing values stay
+// missing) and returns the function that puts them back.
+func (p Probe) Apply(c *Corpus) (restore func()) {
+	saved := make([][]float64, len(c.Files))
+	for i, f := range c.Files {
+		saved[i] = append([]float64(nil), f.Values...)
+		p.apply(f)
+	}
+	return func() {
+		for i, f := range c.Files {
+			copy(f.Values, saved[i])
+		}
+	}
+}
+
+func (p Probe) apply(f *File) {
+	lo, hi, mag := math.Inf(1), math.Inf(-1), 0.0
+	for _, v := range f.Values {
+		if !math.IsNaN(v) {
+			lo, hi, mag = min(lo, v), max(hi, v), max(mag, math.Abs(v))
+		}
+	}
+	if lo > hi { // no value at all
+		return
+	}
+	for i, v := range f.Values {
+		if math.IsNaN(v) {
+			continue
+		}
+		switch p.Kind {
+		case "offset":
+			f.Values[i] = v + p.Factor*(hi-lo)
+		case "scale":
+			f.Values[i] = v * p.Factor
+		case "mirror":
+			f.Values[i] = hi + lo - v
+		}
+	}
+	switch p.Kind {
+	case "wild":
+		if at := f.quietRow(); at >= 0 {
+			f.Values[at] = p.Factor * max(mag, 1)
+		}
+	case "step":
+		if at := f.quietRow(); at >= 0 {
+			for i := at; i < len(f.Values); i++ {
+				f.Values[i] *= p.Factor
+			}
+		}
+	}
+}
+
+// quietRow is the first row from a third of the file on that lies in no
+// window and has a value, or -1: where the wild and step probes change
+// the file, after NAB's probation (15 %) and clear of the incidents
+// themselves.
+func (f *File) quietRow() int {
+	for r := f.Rows() / 3; r < f.Rows(); r++ {
+		if math.IsNaN(f.Values[r]) {
+			continue
+		}
+		inWindow := false
+		for _, w := range f.Windows {
+			inWindow = inWindow || r >= w.First && r <= w.Last
+		}
+		if !inWindow {
+			return r
+		}
+	}
+	return -1
+}

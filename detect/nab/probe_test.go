@@ -1,0 +1,93 @@
+package nab
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseProbe(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Probe
+		err  string
+	}{
+		{in: "offset=100", want: Probe{"offset", 100}},
+		{in: " scale=1e-9 ", want: Probe{"scale", 1e-9}},
+		{in: "mirror", want: Probe{"mirror", 0}},
+		{in: "wild=10", want: Probe{"wild", 10}},
+		{in: "step=0.5", want: Probe{"step", 0.5}},
+		{in: "shift=2", err: `probe "shift=2": unknown kind "shift" (want one of offset=F, scale=F, mirror, wild=F, step=F)`},
+		{in: "offset", err: `probe "offset": offset needs a number (offset=F)`},
+		{in: "mirror=2", err: `probe "mirror=2": mirror takes no number`},
+		{in: "scale=x", err: `probe "scale=x": "x" is no finite number`},
+		{in: "scale=NaN", err: `probe "scale=NaN": "NaN" is no finite number`},
+		{in: "step=0", err: `probe "step=0": a factor of 0 leaves nothing to detect`},
+	} {
+		got, err := ParseProbe(tc.in)
+		if tc.err != "" {
+			require.EqualError(t, err, tc.err, tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		require.Equal(t, tc.want, got, tc.in)
+	}
+	p, err := ParseProbe(Probe{"scale", 1e-9}.String())
+	require.NoError(t, err)
+	require.Equal(t, Probe{"scale", 1e-9}, p, "String reads back")
+}
+
+// probeFile is 12 rows from 10 to 21, one missing, with a window over
+// rows 4 to 5.
+func probeFile() *File {
+	f := &File{Name: "cat/f.csv", Windows: []Window{{First: 4, Last: 5}}}
+	for i := range 12 {
+		f.Values = append(f.Values, float64(10+i))
+	}
+	f.Values[7] = math.NaN()
+	return f
+}
+
+func TestProbeApply(t *testing.T) {
+	at := func(f *File, r int) float64 { return f.Values[r] }
+	for _, tc := range []struct {
+		probe Probe
+		check func(t *testing.T, f *File)
+	}{
+		{Probe{"offset", 100}, func(t *testing.T, f *File) {
+			require.Equal(t, 10+100*11.0, at(f, 0)) // range 21 - 10
+			require.Equal(t, 21+1100.0, at(f, 11))
+		}},
+		{Probe{"scale", 1e-9}, func(t *testing.T, f *File) {
+			require.InDelta(t, 10e-9, at(f, 0), 1e-24)
+		}},
+		{Probe{"mirror", 0}, func(t *testing.T, f *File) {
+			require.Equal(t, 21.0, at(f, 0))
+			require.Equal(t, 10.0, at(f, 11))
+		}},
+		{Probe{"wild", 10}, func(t *testing.T, f *File) {
+			// A third of 12 rows is row 4, in the window; row 6 is the
+			// first outside it.
+			require.Equal(t, 14.0, at(f, 4))
+			require.Equal(t, 210.0, at(f, 6))
+			require.Equal(t, 18.0, at(f, 8))
+		}},
+		{Probe{"step", 2}, func(t *testing.T, f *File) {
+			require.Equal(t, 15.0, at(f, 5))
+			require.Equal(t, 32.0, at(f, 6))
+			require.Equal(t, 42.0, at(f, 11))
+		}},
+	} {
+		t.Run(tc.probe.String(), func(t *testing.T) {
+			f := probeFile()
+			c := &Corpus{Files: []*File{f}}
+			restore := tc.probe.Apply(c)
+			tc.check(t, f)
+			require.True(t, math.IsNaN(at(f, 7)), "a missing value stays missing")
+			restore()
+			require.Equal(t, probeFile().Values[:7], f.Values[:7], "restored")
+			require.Equal(t, probeFile().Values[8:], f.Values[8:], "restored")
+		})
+	}
+}
