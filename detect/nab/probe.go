@@ -23,8 +23,8 @@ type Probe struct {
 
 // ProbeKinds describes each kind of probe, as its flag value is written.
 var ProbeKinds = []struct{ Name, Form, Doc string }{
-	{"offset", "offset=F", "add F times each file's range (highest less lowest) to every value: a gauge with a constant, as bytes of a disk or a temperature in kelvin"},
-	{"scale", "scale=F", "multiply every value by F: the same metric in another unit (1e-9: nanoseconds written in seconds)"},
+	{"offset", "offset=F", "add F times each file's range, highest less lowest, to every value: a gauge with a constant, as bytes of a disk or a temperature in kelvin"},
+	{"scale", "scale=F", "multiply every value by F: the same metric in another unit, 1e-9 for nanoseconds written in seconds"},
 	{"mirror", "mirror", "replace every value v by highest + lowest - v: an idle share for a busy one"},
 	{"wild", "wild=F", "set one value to F times the file's largest magnitude: a misread counter or a unit slip, at the first row from a third of the file on outside any window"},
 	{"step", "step=F", "multiply every value from the first row at a third of the file outside any window by F: a lasting change of scale, as a launch or a changed unit makes"},
