@@ -113,7 +113,7 @@ func (d *departures) encode(w *encoder) {
 		w.f32(r.size)
 		w.u32(r.at)
 	}
-	w.b = append(w.b, d.slot)
+	w.u8(d.slot)
 	w.bool(d.open)
 }
 
@@ -124,9 +124,7 @@ func (d *departures) decode(r *decoder) {
 		d.ring[i].size = r.f32()
 		d.ring[i].at = r.u32()
 	}
-	if b := r.take(1); b != nil {
-		d.slot = b[0]
-	}
+	d.slot = r.u8()
 	d.open = r.bool()
 	if d.slot >= departureMemory && r.err == nil {
 		r.err = errorf("departure slot %d of %d", d.slot, departureMemory)

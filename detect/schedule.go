@@ -137,7 +137,7 @@ func (s *schedule) encode(w *encoder) {
 		w.i64(t)
 	}
 	w.u32(s.alerted)
-	w.b = append(w.b, s.slot)
+	w.u8(s.slot)
 	w.bool(s.open)
 	w.bool(s.checked)
 	w.bool(s.muted)
@@ -148,9 +148,7 @@ func (s *schedule) decode(r *decoder) {
 		s.at[i] = r.i64()
 	}
 	s.alerted = r.u32()
-	if b := r.take(1); b != nil {
-		s.slot = b[0]
-	}
+	s.slot = r.u8()
 	s.open = r.bool()
 	s.checked = r.bool()
 	s.muted = r.bool()
@@ -240,7 +238,7 @@ func (j *dailyJumps) encode(w *encoder) {
 		w.i64(j.at[k])
 		w.f64(j.by[k])
 	}
-	w.b = append(w.b, j.slot)
+	w.u8(j.slot)
 	w.bool(j.open)
 	w.f64(j.from)
 	w.f64(j.landed)
@@ -251,9 +249,7 @@ func (j *dailyJumps) decode(r *decoder) {
 		j.at[k] = r.i64()
 		j.by[k] = r.f64()
 	}
-	if b := r.take(1); b != nil {
-		j.slot = b[0]
-	}
+	j.slot = r.u8()
 	j.open = r.bool()
 	j.from = r.f64()
 	j.landed = r.f64()

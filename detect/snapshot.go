@@ -30,6 +30,7 @@ func (e *encoder) f64(v float64) { e.u64(math.Float64bits(v)) }
 func (e *encoder) f32(v float32) { e.u32(math.Float32bits(v)) }
 func (e *encoder) u32(v uint32)  { e.b = binary.LittleEndian.AppendUint32(e.b, v) }
 func (e *encoder) i64(v int64)   { e.u64(uint64(v)) }
+func (e *encoder) u8(v uint8)    { e.b = append(e.b, v) }
 func (e *encoder) bool(v bool) {
 	if v {
 		e.b = append(e.b, 1)
@@ -103,6 +104,14 @@ func (d *decoder) u32() uint32 {
 func (d *decoder) bool() bool {
 	b := d.take(1)
 	return b != nil && b[0] != 0
+}
+
+// u8 reads what encoder.u8 wrote (0 once the input is short).
+func (d *decoder) u8() uint8 {
+	if b := d.take(1); b != nil {
+		return b[0]
+	}
+	return 0
 }
 
 // str reads what encoder.str wrote.
