@@ -1621,8 +1621,7 @@ func (a *Auto) fitFloor() {
 		a.span, a.least = math.Inf(1), 1e-9
 		return
 	}
-	a.span = floorSpans * (a.hi - a.lo)
-	a.least = maxf(1e-9*minf(1, maxf(a.hi, -a.lo)), 1e-15)
+	a.span, a.least = floorFit(a.lo, a.hi)
 }
 
 // floorReach is the magnitude rangeFloor may take its thousandth of

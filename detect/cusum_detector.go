@@ -62,6 +62,7 @@ func (c *CUSUMConfig) New() (Detector, error) {
 		cfg:   *c,
 		base:  NewRobust(AlphaForHalfLife(c.HalfLife), 3),
 		cusum: NewCUSUM(c.Slack, c.Decision),
+		rng:   newValueRange(),
 	}, nil
 }
 
@@ -77,6 +78,7 @@ type cusumDetector struct {
 	cfg   CUSUMConfig
 	base  Robust
 	cusum CUSUM
+	rng   valueRange // for the floor under the scale
 	last  Verdict
 }
 
@@ -85,8 +87,8 @@ func (d *cusumDetector) Observe(_ int64, x float64) Verdict {
 		return skipVerdict(d.last)
 	}
 	loc := d.base.Loc()
-	scale := max(d.base.Scale(), scaleFloor(loc))
 	warm := d.base.Count() >= uint64(d.cfg.WarmUp)
+	scale := max(d.base.Scale(), d.rng.floor(loc, warm))
 	score := 0.0
 	var dir Direction
 	if warm {
@@ -106,6 +108,7 @@ func (d *cusumDetector) Observe(_ int64, x float64) Verdict {
 		d.cusum.Reset()
 	}
 	d.base.Update(x)
+	d.rng.observe(x)
 	d.last = v
 	return v
 }
@@ -117,6 +120,7 @@ func (d *cusumDetector) MarshalBinary() ([]byte, error) {
 	encodeConfig(w, d.cfg.fields())
 	d.base.encode(w)
 	d.cusum.encode(w)
+	d.rng.encode(w)
 	encodeVerdict(w, d.last)
 	return w.b, nil
 }
@@ -129,6 +133,7 @@ func (d *cusumDetector) UnmarshalBinary(b []byte) error {
 	checkConfig(r, d.cfg.fields())
 	d.base.decode(r)
 	d.cusum.decode(r)
+	d.rng.decode(r)
 	d.last = decodeVerdict(r)
 	return r.finish()
 }

@@ -12,11 +12,13 @@ type locScale struct {
 	warmUp    uint64
 	threshold float64
 	band      float64
-	last      Verdict
+	// The values' range, for the floor under the scale (see valueRange).
+	rng  valueRange
+	last Verdict
 }
 
 func newLocScale(kind string, warmUp int, threshold, band float64, fields []configField) locScale {
-	return locScale{kind: kind, fields: fields, warmUp: uint64(warmUp), threshold: threshold, band: band}
+	return locScale{kind: kind, fields: fields, warmUp: uint64(warmUp), threshold: threshold, band: band, rng: newValueRange()}
 }
 
 // snapshotter is a baseline's snapshot encoding.
@@ -29,6 +31,7 @@ func (d *locScale) marshal(stats snapshotter) ([]byte, error) {
 	w := newEncoder(d.kind, 128)
 	encodeConfig(w, d.fields)
 	stats.encode(w)
+	d.rng.encode(w)
 	encodeVerdict(w, d.last)
 	return w.b, nil
 }
@@ -40,6 +43,7 @@ func (d *locScale) unmarshal(b []byte, stats snapshotter) error {
 	}
 	checkConfig(r, d.fields)
 	stats.decode(r)
+	d.rng.decode(r)
 	d.last = decodeVerdict(r)
 	return r.finish()
 }

@@ -66,11 +66,12 @@ func (d *madDetector) Observe(_ int64, x float64) Verdict {
 		return skipVerdict(d.last)
 	}
 	loc := d.stats.Loc()
-	scale := max(d.stats.Scale(), scaleFloor(loc))
+	scale := max(d.stats.Scale(), d.rng.floor(loc, d.stats.Count() >= d.warmUp))
 	v := bandVerdict(x, loc, scale, d.band, zScore((x-loc)/scale))
 	settle(&v, d.stats.Count() >= d.warmUp, d.threshold)
 	v.Evidence = scored(v.Score, EvidenceSpike)
 	d.stats.Update(x)
+	d.rng.observe(x)
 	d.last = v
 	return v
 }

@@ -73,6 +73,7 @@ func (c *SeasonalConfig) New() (Detector, error) {
 		season: NewSeasonal(c.Period.Milliseconds(), c.Buckets, AlphaForHalfLife(c.HalfLife)),
 		global: NewRobust(AlphaForHalfLife(100), 3),
 		resid:  NewRobust(AlphaForHalfLife(200), 3),
+		rng:    newValueRange(),
 		zone:   newZoneClock(c.TimeZone),
 	}, nil
 }
@@ -95,6 +96,7 @@ type seasonalDetector struct {
 	// resid is the spread of values around their bucket's mean, pooled over
 	// all buckets: one bucket alone sees too few samples to know its spread.
 	resid Robust
+	rng   valueRange // for the floor under the scale
 	last  Verdict
 	zone  zoneClock // derived from the config
 }
@@ -110,15 +112,17 @@ func (d *seasonalDetector) Observe(ts int64, x float64) Verdict {
 	if seasonal && d.resid.Count() >= uint64(d.cfg.MinVisits) {
 		expected, scale, ev = b.Mean(), d.resid.Scale(), EvidenceTimeOfDay
 	}
-	scale = max(scale, scaleFloor(expected))
+	warm := d.global.Count() >= uint64(d.cfg.WarmUp)
+	scale = max(scale, d.rng.floor(expected, warm))
 	v := bandVerdict(x, expected, scale, d.cfg.Band, zScore((x-expected)/scale))
-	settle(&v, d.global.Count() >= uint64(d.cfg.WarmUp), d.cfg.Threshold)
+	settle(&v, warm, d.cfg.Threshold)
 	v.Evidence = scored(v.Score, ev)
 	if seasonal {
 		d.resid.Update(x - b.Mean())
 	}
 	b.Update(x)
 	d.global.Update(x)
+	d.rng.observe(x)
 	d.last = v
 	return v
 }
@@ -132,6 +136,7 @@ func (d *seasonalDetector) MarshalBinary() ([]byte, error) {
 	d.season.encode(w)
 	d.global.encode(w)
 	d.resid.encode(w)
+	d.rng.encode(w)
 	encodeVerdict(w, d.last)
 	return w.b, nil
 }
@@ -146,6 +151,7 @@ func (d *seasonalDetector) UnmarshalBinary(b []byte) error {
 	d.season.decode(r)
 	d.global.decode(r)
 	d.resid.decode(r)
+	d.rng.decode(r)
 	d.last = decodeVerdict(r)
 	return r.finish()
 }

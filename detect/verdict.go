@@ -71,6 +71,57 @@ func rangeFloor(loc, reach, least float64) float64 {
 	return 1e-3*minf(math.Abs(loc), reach) + least
 }
 
+// floorFit returns what rangeFloor needs for a series whose values
+// have spanned lo to hi: the span the magnitude may reach (floorSpans
+// ranges) and the least floor (10⁻⁹ times the largest magnitude where
+// that is below 1, and at least 10⁻¹⁵). Auto.fitFloor gives the
+// reasons.
+func floorFit(lo, hi float64) (span, least float64) {
+	return floorSpans * (hi - lo), maxf(1e-9*minf(1, maxf(hi, -lo)), 1e-15)
+}
+
+// valueRange is the lowest and highest value a plain detector (zscore,
+// ewma, mad, cusum, seasonal) has seen, from which its floor is worked
+// out as auto's is: at most a hundredth of the range once the warm-up is
+// over (see rangeFloor). With scaleFloor's thousandth of the magnitude
+// they were blind where auto was: zscore scored 0.00 on NAB with 1,000
+// times each file's range added to its values, as a gauge of bytes or
+// of kelvins has (docs/detectors.md, "A floor at the series' own
+// scale").
+type valueRange struct{ lo, hi float64 }
+
+// newValueRange returns a range that no value has set yet.
+func newValueRange() valueRange { return valueRange{math.Inf(1), math.Inf(-1)} }
+
+// observe widens the range to x.
+func (r *valueRange) observe(x float64) {
+	r.lo, r.hi = minf(r.lo, x), maxf(r.hi, x)
+}
+
+// floor is the least scale around level loc: scaleFloor's until the
+// warm-up is over (warm), as for auto, and rangeFloor's from then on.
+func (r *valueRange) floor(loc float64, warm bool) float64 {
+	if !warm || r.lo > r.hi {
+		return scaleFloor(loc)
+	}
+	span, least := floorFit(r.lo, r.hi)
+	return rangeFloor(loc, maxf(span, 1e-9*math.Abs(loc)), least)
+}
+
+func (r *valueRange) encode(w *encoder) {
+	w.f64(r.lo)
+	w.f64(r.hi)
+}
+
+// decode reads what encode wrote; a range with a NaN, or a lowest value
+// above the highest that is not the empty range, is no range.
+func (r *valueRange) decode(d *decoder) {
+	r.lo, r.hi = d.f64(), d.f64()
+	if d.err == nil && !(r.lo <= r.hi) && !(math.IsInf(r.lo, 1) && math.IsInf(r.hi, -1)) {
+		d.err = errorf("value range [%v, %v]", r.lo, r.hi)
+	}
+}
+
 // checkHalfLife records an error unless v is a positive, finite number of
 // samples.
 func checkHalfLife(errs *configutil.Errors, field string, v float64) {

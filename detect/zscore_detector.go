@@ -71,7 +71,7 @@ func (d *zscoreDetector) Observe(_ int64, x float64) Verdict {
 		return skipVerdict(d.last)
 	}
 	loc := d.stats.Mean()
-	scale := max(d.stats.Std(), scaleFloor(loc))
+	scale := max(d.stats.Std(), d.rng.floor(loc, d.stats.Count() >= d.warmUp))
 	z := (x - loc) / scale
 	v := bandVerdict(x, loc, scale, d.band, zScore(z))
 	// Fire once: after an alert the score stays 0 (the state anomalous)
@@ -86,6 +86,7 @@ func (d *zscoreDetector) Observe(_ int64, x float64) Verdict {
 	}
 	v.Evidence = scored(v.Score, EvidenceSpike)
 	d.stats.Update(x)
+	d.rng.observe(x)
 	d.last = v
 	return v
 }
