@@ -380,6 +380,9 @@ type Auto struct {
 	// What the floors under every spread are worked out from (see
 	// fitFloor); derived from the range, not part of snapshots.
 	span, least float64
+	// The run of samples beyond every estimate of normal under way, and
+	// the estimates before it (see regime).
+	reg regime
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -469,6 +472,22 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	reach := a.floorReach(loc)
 	floor := rangeFloor(loc, reach, a.least)
 	scale := maxf(a.level.Scale(), floor)
+	var day *EWMA // this time of day's baseline; nil when DayBuckets is 0
+	slot := 0     // its index, a.day.Bucket(ts), looked up once
+	if c.DayBuckets > 0 && !a.noClock {
+		slot = a.day.Bucket(ts)
+		day = &a.day.buckets[slot]
+	}
+	// A run of samples beyond every estimate of normal may be a new
+	// regime (see regime); once it is, everything below is judged from
+	// the estimates it moved.
+	if (math.Abs(x-now) >= regimeZ*scale || a.reg.side != 0) && a.regimeStep(ts, x, now, floor, scale, day, slot) {
+		loc = a.level.Loc()
+		now = loc + a.lag*a.slope
+		reach = a.floorReach(loc)
+		floor = rangeFloor(loc, reach, a.least)
+		scale = maxf(a.level.Scale(), floor)
+	}
 	// Whole numbers are counts (see lattice.go), unless they vary far
 	// less than counts at their level do (see gauge).
 	asCounts := !a.fraction
@@ -488,14 +507,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// The verdict's expected value and band half-width: the trend-carried
 	// level's, or this hour's (see below).
 	exp, half := now, 3*scale
-	var day *EWMA     // this time of day's baseline; nil when DayBuckets is 0
-	slot := 0         // its index, a.day.Bucket(ts), looked up once
 	profZ := 0.0      // x's distance from the day's profile in its spreads where it judges and that is SpikeZ or more, else 0
 	profBand := false // whether the day's profile judges x (its band is then the verdict's)
-	if c.DayBuckets > 0 && !a.noClock {
-		slot = a.day.Bucket(ts)
-		day = &a.day.buckets[slot]
-	}
 	if a.n == 1 {
 		a.lo, a.hi = x, x
 		a.first = ts
@@ -1998,6 +2011,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	a.dep.encode(w)
 	a.sch.encode(w)
 	a.daily.encode(w)
+	a.reg.encode(w)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -2078,6 +2092,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.dep.decode(r)
 	a.sch.decode(r)
 	a.daily.decode(r)
+	a.decodeRegime(r)
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)

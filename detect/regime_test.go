@@ -1,0 +1,126 @@
+package detect
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// lastingChange is a 5-minute gauge on a daily cycle (100 ± 20, noise
+// 2) for two weeks, every value from day 5 at 14:00 on times factor, and
+// one incident a day from day 8 on: two hours at 10 of the new regime's
+// noise above or below the cycle, at a random time. It returns the rows
+// each incident starts at and the row of the change.
+func lastingChange(seed uint64, factor float64) (xs []float64, incidents []int, change int) {
+	const perDay = 288
+	rng := rand.New(rand.NewPCG(seed, 31))
+	xs = make([]float64, 14*perDay)
+	change = 5*perDay + 14*12
+	for day := 8; day < 14; day++ {
+		incidents = append(incidents, day*perDay+rng.IntN(perDay-24))
+	}
+	for i := range xs {
+		x := 100 + 20*math.Sin(2*math.Pi*float64(i)/perDay) + 2*rng.NormFloat64()
+		for k, at := range incidents {
+			if i >= at && i < at+24 {
+				x += float64(1-2*(k%2)) * 20
+			}
+		}
+		if i >= change {
+			x *= factor
+		}
+		xs[i] = x
+	}
+	return xs, incidents, change
+}
+
+// TestAutoLastingChange: a series that doubles or halves for good pages
+// its later incidents as the same series without the change does (ten
+// seeds: 57 of 60 incidents and no page outside them as it is; 56 and
+// none doubled or halved). Before regimes the estimates kept the change
+// as spread for days: doubled, 30 of 60 and 3 pages outside them;
+// halved, 15 and 5.
+func TestAutoLastingChange(t *testing.T) {
+	const step, perDay = 300_000, 288
+	cfg := DefaultAutoConfig()
+	run := func(factor float64) (caught, pages int) {
+		for seed := range uint64(10) {
+			xs, incidents, change := lastingChange(seed, factor)
+			d := NewAuto(cfg)
+			hit := make([]bool, len(incidents))
+			for i, x := range xs {
+				v := d.Observe(int64(i)*step, x)
+				if v.Score < cfg.Threshold || d.quiet != cfg.Quiet || i < change+perDay {
+					continue // no alert, or the change's own
+				}
+				in := false
+				for k, at := range incidents {
+					if i >= at && i < at+24 {
+						hit[k], in = true, true
+					}
+				}
+				if !in {
+					pages++
+				}
+			}
+			for _, h := range hit {
+				if h {
+					caught++
+				}
+			}
+		}
+		return caught, pages
+	}
+	caught, pages := run(1)
+	t.Logf("as it is: %d of 60 incidents paged, %d pages outside them", caught, pages)
+	require.GreaterOrEqual(t, caught, 54, "incidents paged as it is")
+	for _, factor := range []float64{2, 0.5} {
+		c, p := run(factor)
+		t.Logf("times %g from day 5: %d of 60 incidents paged, %d pages outside them", factor, c, p)
+		require.GreaterOrEqual(t, c, caught-3, "incidents paged, times %g", factor)
+		require.LessOrEqual(t, p, pages+2, "pages outside the incidents, times %g", factor)
+	}
+}
+
+// TestAutoRegimeSnapshot: a run towards a new regime is kept in
+// snapshots with the estimates saved at its start; a detector restored
+// within the run judges the rest as the one that ran on, and the
+// regime begins at the same sample in both.
+func TestAutoRegimeSnapshot(t *testing.T) {
+	const step = 300_000
+	cfg := DefaultAutoConfig()
+	xs, _, change := lastingChange(1, 2)
+	cut := change + regimeRun/2
+	d := NewAuto(cfg)
+	for i := range cut {
+		d.Observe(int64(i)*step, xs[i])
+	}
+	require.NotZero(t, d.reg.side, "a run under way at the cut")
+	snap, err := d.MarshalBinary()
+	require.NoError(t, err)
+	r := NewAuto(cfg)
+	require.NoError(t, r.UnmarshalBinary(snap))
+	again, err := r.MarshalBinary()
+	require.NoError(t, err)
+	require.Equal(t, snap, again, "snapshot after restoring")
+	began := false
+	for i := cut; i < len(xs); i++ {
+		require.Equal(t, d.Observe(int64(i)*step, xs[i]), r.Observe(int64(i)*step, xs[i]), "row %d", i)
+		require.Equal(t, d.level, r.level, "row %d", i)
+		began = began || d.reg.side == 0
+	}
+	require.True(t, began, "the run ended")
+	require.InDelta(t, 2, r.level.Loc()/autoLevelAfter(t, cfg, xs[:change], step), 0.3, "the level doubled")
+}
+
+// autoLevelAfter is the level of a fresh detector after xs.
+func autoLevelAfter(t *testing.T, cfg AutoConfig, xs []float64, step int64) float64 {
+	t.Helper()
+	d := NewAuto(cfg)
+	for i, x := range xs {
+		d.Observe(int64(i)*step, x)
+	}
+	return d.level.Loc()
+}
