@@ -44,7 +44,11 @@ import "math"
 //
 // No regime replaces one that had held for less than two days (records
 // count from the second): a series whose first day was a Sunday would
-// take its Monday for a new regime. Not moved: the day's profile, which
+// take its Monday for a new regime. A series without a clock (see
+// fitClock) has no day for a run to outlast, and no regimes: runs of a
+// day at a minute's interval cost the families timestamped by row
+// number 0.5 (a memory share's restarts became regimes, and its creep
+// then paged), and changed nothing on NAB so timestamped. Not moved: the day's profile, which
 // has followed the change through the run's day (moving it changed no
 // score), and the episode under way, which ends as any other once the
 // series is calm against the new regime. A run under way is kept in
@@ -117,6 +121,11 @@ func (a *Auto) newEstimates() *estimates {
 // way.
 func (a *Auto) regimeStep(ts int64, x, now, floor, scale float64, day *EWMA, slot int) bool {
 	r := &a.reg
+	if a.noClock {
+		// No day to outlast: a series without a clock has no regimes
+		// (see regime).
+		return false
+	}
 	if r.side != 0 { // judged against the estimates before the run
 		b := r.before
 		now = b.level.Loc() + a.lag*b.slope
@@ -171,18 +180,11 @@ func (a *Auto) regimeStep(ts int64, x, now, floor, scale float64, day *EWMA, slo
 	r.n++
 	r.sum += x
 	r.exp += exp
-	// A run lasts a day, and the regime before it had held for two: by
-	// the clock, or without one at a minute's interval, as Observe
-	// judges such a series (see fitClock).
-	lasted, held := ts-r.from >= dayMs, r.from-a.first >= 2*dayMs
-	if a.noClock {
-		const day = dayMs / sliceStep
-		lasted, held = r.n >= day, a.n-uint64(r.n) >= 2*day
-	}
-	if r.n < regimeRun || !lasted {
+	// A run lasts a day, and the regime before it had held for two.
+	if r.n < regimeRun || ts-r.from < dayMs {
 		return false
 	}
-	if !held {
+	if r.from-a.first < 2*dayMs {
 		// Records count from the second day: a series whose first day
 		// was a Sunday would take its Monday for a new regime.
 		r.side, r.n = 0, 0
