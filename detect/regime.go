@@ -71,6 +71,9 @@ type regime struct {
 	// The estimates before the run's first sample: allocated at the
 	// series' first run and kept (most series never have one).
 	before *estimates
+	// The regimes begun since the detector was made or restored (not in
+	// snapshots), for tests.
+	begun int
 }
 
 // estimates is what a new regime moves: everything auto has learnt of
@@ -197,6 +200,7 @@ func (a *Auto) regimeStep(ts int64, x, now, floor, scale float64, day *EWMA, slo
 	}
 	a.apply(r.before, k, d)
 	r.side, r.n = 0, 0
+	r.begun++
 	return true
 }
 

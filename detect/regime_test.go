@@ -124,3 +124,33 @@ func autoLevelAfter(t *testing.T, cfg AutoConfig, xs []float64, step int64) floa
 	}
 	return d.level.Loc()
 }
+
+// TestAutoRegimeNeedsADay: a doubling that lasts 20 hours is an
+// incident, and no regime begins; one that lasts 30 hours is a new
+// regime a day after it began, and the way back another, a day after
+// it.
+func TestAutoRegimeNeedsADay(t *testing.T) {
+	const step, perDay = 300_000, 288
+	cfg := DefaultAutoConfig()
+	begun := func(hours int) (at []int) {
+		xs, _, change := lastingChange(2, 1)
+		for i := change; i < change+hours*12; i++ {
+			xs[i] *= 2
+		}
+		d := NewAuto(cfg)
+		for i, x := range xs {
+			n := d.reg.begun
+			d.Observe(int64(i)*step, x)
+			if d.reg.begun > n {
+				at = append(at, i)
+			}
+		}
+		return at
+	}
+	require.Empty(t, begun(20), "20 hours")
+	_, _, change := lastingChange(2, 1)
+	at := begun(30)
+	require.Len(t, at, 2, "30 hours: regimes at %v", at)
+	require.InDelta(t, change+perDay, at[0], 2, "the first, a day after the change")
+	require.InDelta(t, change+30*12+perDay, at[1], 2, "the second, a day after the way back")
+}
