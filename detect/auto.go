@@ -1644,7 +1644,14 @@ func (a *Auto) fitFloor() {
 // (0.1+0.2 against 0.3) however large its magnitude
 // (TestAutoFlatFloatNoise).
 func (a *Auto) floorReach(loc float64) float64 {
-	return maxf(a.span, 1e-9*math.Abs(loc))
+	return reachAt(a.span, loc)
+}
+
+// reachAt is the magnitude rangeFloor may reach around level loc for a
+// series whose range gives span (see floorFit): span, but at least a
+// billionth of the level.
+func reachAt(span, loc float64) float64 {
+	return maxf(span, 1e-9*math.Abs(loc))
 }
 
 // floorSpans is how many of a series' ranges the magnitude in

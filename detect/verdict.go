@@ -105,7 +105,7 @@ func (r *valueRange) floor(loc float64, warm bool) float64 {
 		return scaleFloor(loc)
 	}
 	span, least := floorFit(r.lo, r.hi)
-	return rangeFloor(loc, maxf(span, 1e-9*math.Abs(loc)), least)
+	return rangeFloor(loc, reachAt(span, loc), least)
 }
 
 func (r *valueRange) encode(w *encoder) {
