@@ -28,10 +28,12 @@ var ProbeKinds = []struct{ Name, Form, Doc string }{
 	{"mirror", "mirror", "replace every value v by highest + lowest - v: an idle share for a busy one"},
 	{"wild", "wild=F", "set one value to F times the file's largest magnitude: a misread counter or a unit slip, at the first row from a third of the file on outside any window"},
 	{"step", "step=F", "multiply every value from the first row at a third of the file outside any window by F: a lasting change of scale, as a launch or a changed unit makes"},
+	{"zero", "zero=N", "set the values of N rows in a row to 0 from the first row at a third of the file outside any window: a restart, or missing data written as 0"},
 }
 
 // ParseProbe reads a probe as the flag writes it: "mirror", or a kind,
-// "=" and a number ("offset=100", "scale=1e-9", "wild=10", "step=2").
+// "=" and a number ("offset=100", "scale=1e-9", "wild=10", "step=2",
+// "zero=3").
 func ParseProbe(s string) (Probe, error) {
 	kind, num, hasNum := strings.Cut(strings.TrimSpace(s), "=")
 	known := false
@@ -60,6 +62,9 @@ func ParseProbe(s string) (Probe, error) {
 	}
 	if (kind == "scale" || kind == "step" || kind == "wild") && f == 0 {
 		return Probe{}, fmt.Errorf("probe %q: a factor of 0 leaves nothing to detect", s)
+	}
+	if kind == "zero" && (f < 1 || f != math.Trunc(f)) {
+		return Probe{}, fmt.Errorf("probe %q: zero takes a whole number of rows, 1 or more", s)
 	}
 	return Probe{Kind: kind, Factor: f}, nil
 }
@@ -121,11 +126,19 @@ func (p Probe) apply(f *File) {
 				f.Values[i] *= p.Factor
 			}
 		}
+	case "zero":
+		if at := f.quietRow(); at >= 0 {
+			for i := at; i < min(at+int(p.Factor), len(f.Values)); i++ {
+				if !math.IsNaN(f.Values[i]) {
+					f.Values[i] = 0
+				}
+			}
+		}
 	}
 }
 
 // quietRow is the first row from a third of the file on that lies in no
-// window and has a value, or -1: where the wild and step probes change
+// window and has a value, or -1: where the wild, step and zero probes change
 // the file, after NAB's probation (15 %) and clear of the incidents
 // themselves.
 func (f *File) quietRow() int {

@@ -18,12 +18,15 @@ func TestParseProbe(t *testing.T) {
 		{in: "mirror", want: Probe{"mirror", 0}},
 		{in: "wild=10", want: Probe{"wild", 10}},
 		{in: "step=0.5", want: Probe{"step", 0.5}},
-		{in: "shift=2", err: `probe "shift=2": unknown kind "shift" (want one of offset=F, scale=F, mirror, wild=F, step=F)`},
+		{in: "shift=2", err: `probe "shift=2": unknown kind "shift" (want one of offset=F, scale=F, mirror, wild=F, step=F, zero=N)`},
 		{in: "offset", err: `probe "offset": offset needs a number (offset=F)`},
 		{in: "mirror=2", err: `probe "mirror=2": mirror takes no number`},
 		{in: "scale=x", err: `probe "scale=x": "x" is no finite number`},
 		{in: "scale=NaN", err: `probe "scale=NaN": "NaN" is no finite number`},
 		{in: "step=0", err: `probe "step=0": a factor of 0 leaves nothing to detect`},
+		{in: "zero=3", want: Probe{"zero", 3}},
+		{in: "zero=1.5", err: `probe "zero=1.5": zero takes a whole number of rows, 1 or more`},
+		{in: "zero=0", err: `probe "zero=0": zero takes a whole number of rows, 1 or more`},
 	} {
 		got, err := ParseProbe(tc.in)
 		if tc.err != "" {
@@ -77,6 +80,12 @@ func TestProbeApply(t *testing.T) {
 			require.Equal(t, 15.0, at(f, 5))
 			require.Equal(t, 32.0, at(f, 6))
 			require.Equal(t, 42.0, at(f, 11))
+		}},
+		{Probe{"zero", 3}, func(t *testing.T, f *File) {
+			require.Equal(t, 15.0, at(f, 5))
+			require.Equal(t, 0.0, at(f, 6))
+			require.Equal(t, 0.0, at(f, 8))
+			require.Equal(t, 19.0, at(f, 9), "three rows, the missing one among them")
 		}},
 	} {
 		t.Run(tc.probe.String(), func(t *testing.T) {
