@@ -331,3 +331,71 @@ func TestAutoGlitchKeepsRecords(t *testing.T) {
 		require.Equal(t, 5e4, d.hi, "seed %d: a wild value that held is the bar", seed)
 	}
 }
+
+// TestAutoDropToZeroKeepsRecords: a gauge that keeps well away from 0
+// reads 0 for a few samples (a restart, or a gap written as 0). The drop
+// pages, but once the series is back the bar is the lowest value before
+// it, so a later low that no path but the records would call pages as a
+// record. Kept at 0, the bar made every later low no record (NAB lost
+// two windows: docs/detectors.md, "A drop to 0"). A series that lives
+// near 0 keeps its zeros as its bar.
+func TestAutoDropToZeroKeepsRecords(t *testing.T) {
+	const perDay, minuteMs = 1440, 60_000
+	cfg := DefaultAutoConfig()
+	draw := func(seed uint64) []float64 {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		xs := make([]float64, 6*perDay)
+		for i := range xs {
+			xs[i] = 50 + 10*math.Sin(2*math.Pi*float64(i)/perDay) + rng.NormFloat64()
+		}
+		return xs
+	}
+	drop, low := 3*perDay+100, 5*perDay+3*perDay/4 // the low at the day's trough
+	for _, zeros := range []int{1, 3, 30} {
+		for seed := range uint64(5) {
+			xs := draw(seed)
+			for i := drop; i < drop+zeros; i++ {
+				xs[i] = 0
+			}
+			for i := low; i < low+10; i++ {
+				xs[i] = 20
+			}
+			d := NewAuto(cfg)
+			var before float64
+			for i, x := range xs[:low+10] {
+				if i == drop {
+					before = d.lo
+				}
+				v := d.Observe(int64(i)*minuteMs, x)
+				switch i {
+				case drop:
+					require.GreaterOrEqual(t, v.Score, cfg.Threshold, "%d zeros, seed %d: the drop pages", zeros, seed)
+				case drop + zeros - 1:
+					require.Equal(t, 0.0, d.lo, "%d zeros, seed %d: at 0, 0 is the lowest", zeros, seed)
+				case drop + zeros:
+					require.Equal(t, before, d.lo, "%d zeros, seed %d: back, the bar before the drop", zeros, seed)
+				case low:
+					require.Equal(t, EvidenceRecord, v.Evidence, "%d zeros, seed %d: the new low", zeros, seed)
+					require.GreaterOrEqual(t, v.Score, cfg.Threshold, "%d zeros, seed %d: the new low", zeros, seed)
+				}
+			}
+		}
+	}
+
+	// A series whose lowest value lies within half its range of 0 (a
+	// count of 1 to 10 a minute) keeps a first 0 as its bar: there a 0
+	// is the next low, not a restart.
+	rng := rand.New(rand.NewPCG(1, 13))
+	d := NewAuto(cfg)
+	at := 3 * perDay
+	for i := range at + 10 {
+		x := float64(1 + rng.IntN(10))
+		if i == at {
+			require.True(t, d.recordsCount(int64(i)*minuteMs), "records count at the 0")
+			require.Equal(t, 1.0, d.lo)
+			x = 0
+		}
+		d.Observe(int64(i)*minuteMs, x)
+	}
+	require.Equal(t, 0.0, d.lo, "a series near 0 keeps 0 as its lowest")
+}
