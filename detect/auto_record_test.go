@@ -337,7 +337,8 @@ func TestAutoGlitchKeepsRecords(t *testing.T) {
 // pages, but once the series is back the bar is the lowest value before
 // it, so a later low that no path but the records would call pages as a
 // record. Kept at 0, the bar made every later low no record (NAB lost
-// two windows: docs/detectors.md, "A drop to 0"). A series that lives
+// two windows: docs/detectors.md, "A drop to 0"). The zeros after the
+// first are held, not learnt, for a day at most. A series that lives
 // near 0 keeps its zeros as its bar.
 func TestAutoDropToZeroKeepsRecords(t *testing.T) {
 	const perDay, minuteMs = 1440, 60_000
@@ -372,6 +373,7 @@ func TestAutoDropToZeroKeepsRecords(t *testing.T) {
 					require.GreaterOrEqual(t, v.Score, cfg.Threshold, "%d zeros, seed %d: the drop pages", zeros, seed)
 				case drop + zeros - 1:
 					require.Equal(t, 0.0, d.lo, "%d zeros, seed %d: at 0, 0 is the lowest", zeros, seed)
+					require.Equal(t, StateAnomalous, v.State, "%d zeros, seed %d: the alert lasts while the zeros do", zeros, seed)
 				case drop + zeros:
 					require.Equal(t, before, d.lo, "%d zeros, seed %d: back, the bar before the drop", zeros, seed)
 				case low:
@@ -382,11 +384,45 @@ func TestAutoDropToZeroKeepsRecords(t *testing.T) {
 		}
 	}
 
+	// Restored from a snapshot taken while the zeros are held, a
+	// detector judges the rest as the one that ran on.
+	xs := draw(7)
+	for i := drop; i < drop+30; i++ {
+		xs[i] = 0
+	}
+	d, e := NewAuto(cfg), NewAuto(cfg)
+	for i, x := range xs[:drop+10] {
+		d.Observe(int64(i)*minuteMs, x)
+	}
+	require.NotZero(t, d.wild.held)
+	snap, err := d.MarshalBinary()
+	require.NoError(t, err)
+	require.NoError(t, e.UnmarshalBinary(snap))
+	for i := drop + 10; i < len(xs); i++ {
+		require.Equal(t, d.Observe(int64(i)*minuteMs, xs[i]), e.Observe(int64(i)*minuteMs, xs[i]), "row %d", i)
+	}
+
+	// A series at 0 for more than a day is at 0: the drop stands as the
+	// bar once the day is over.
+	xs = draw(8)
+	for i := drop; i < drop+perDay+60; i++ {
+		xs[i] = 0
+	}
+	d = NewAuto(cfg)
+	for i, x := range xs[:drop+perDay+120] {
+		d.Observe(int64(i)*minuteMs, x)
+		if i == drop+perDay-2 {
+			require.Equal(t, int8(-1), d.wild.side, "held for most of a day")
+		}
+	}
+	require.Equal(t, int8(0), d.wild.side, "a day at 0 is no glitch")
+	require.Equal(t, 0.0, d.lo, "a day at 0 is the lowest")
+
 	// A series whose lowest value lies within half its range of 0 (a
 	// count of 1 to 10 a minute) keeps a first 0 as its bar: there a 0
 	// is the next low, not a restart.
 	rng := rand.New(rand.NewPCG(1, 13))
-	d := NewAuto(cfg)
+	d = NewAuto(cfg)
 	at := 3 * perDay
 	for i := range at + 10 {
 		x := float64(1 + rng.IntN(10))

@@ -240,7 +240,7 @@ func (a *Auto) apply(e *estimates, k, d float64) {
 		o := e.offset[i]
 		a.offset[i] = offset{o.mean * k, o.vr * k2}
 	}
-	a.wild.side, a.wild.zero = 0, false
+	a.wild = bar{}
 	a.fitFloor()
 }
 

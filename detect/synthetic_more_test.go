@@ -247,7 +247,8 @@ var moreFamilies = []family{
 // auto's config as in the other tests; SEISMO_SYNTH_UNITS=range, max,
 // offset or nano rescales each series first (see rescaled), and
 // SEISMO_SYNTH_TIMES=rows replaces its timestamps by row numbers,
-// shift:M moves them by M minutes (see retimed).
+// shift:M moves them by M minutes (see retimed), and
+// SEISMO_SYNTH_ZEROS=N sets N rows of each series to 0 (see zeroed).
 func TestSyntheticMeans(t *testing.T) {
 	spec := os.Getenv("SEISMO_SYNTH_SEEDS")
 	if spec == "" {
@@ -267,6 +268,7 @@ func TestSyntheticMeans(t *testing.T) {
 		var sum [4]float64
 		for seed := a; seed <= b; seed++ {
 			series := retimed(rescaled(f.generate(uint64(seed)), os.Getenv("SEISMO_SYNTH_UNITS")), os.Getenv("SEISMO_SYNTH_TIMES"))
+			series = zeroed(t, series, os.Getenv("SEISMO_SYNTH_ZEROS"))
 			ao, af := scoreFamily(t, "auto", series)
 			zo, zf := scoreFamily(t, "zscore", series)
 			for k, v := range []float64{ao.Normalized, af.Normalized, zo.Normalized, zf.Normalized} {
@@ -284,6 +286,37 @@ func TestSyntheticMeans(t *testing.T) {
 	t.Logf("%-18s auto %6.1f / %6.1f   zscore %6.1f / %6.1f", "MEAN", all[0], all[1], all[2], all[3])
 	require.GreaterOrEqual(t, all[0], all[2], "auto's mean below zscore's, optimised")
 	require.GreaterOrEqual(t, all[1], all[3], "auto's mean below zscore's, fixed thresholds")
+}
+
+// zeroed returns the series with the values of n rows (spec, a whole
+// number; "" leaves them as drawn) set to 0 from the first row at a
+// third of each series outside its windows: a restart, or missing data
+// written as 0, as `seismo bench nab --probe zero=N` does to NAB.
+func zeroed(t *testing.T, series []synthSeries, spec string) []synthSeries {
+	if spec == "" {
+		return series
+	}
+	n, err := strconv.Atoi(spec)
+	require.NoError(t, err, "SEISMO_SYNTH_ZEROS")
+	out := make([]synthSeries, len(series))
+	for i, s := range series {
+		s.values = append([]float64(nil), s.values...)
+		at := -1
+		for r := len(s.values) / 3; r < len(s.values) && at < 0; r++ {
+			in := false
+			for _, w := range s.windows {
+				in = in || r >= w.First && r <= w.Last
+			}
+			if !in {
+				at = r
+			}
+		}
+		for r := at; at >= 0 && r < min(at+n, len(s.values)); r++ {
+			s.values[r] = 0
+		}
+		out[i] = s
+	}
+	return out
 }
 
 // rescaled returns the series with their values in another unit, as
