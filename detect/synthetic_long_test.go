@@ -40,17 +40,7 @@ func TestSyntheticLongSeries(t *testing.T) {
 				inc = append(inc, incident{1.2 + 0.15*rng.Float64(), 1 + rng.IntN(5)})
 			}
 		}
-		for j := range n {
-			ts := t0 + int64(j)*minute
-			ph := 2 * math.Pi * float64(ts%day) / float64(day)
-			x := level * (1 + amp*(0.7*math.Sin(ph-2.2)+0.3*math.Sin(2*ph-1)))
-			if (ts/day)%7 >= 5 {
-				x *= 0.85
-			}
-			x = withIncidents(x, j, s.onsets, inc)
-			x *= 1 + noise*rng.NormFloat64()
-			s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
-		}
+		s.drawKPI(rng, n, minute, level, amp, noise, inc)
 		s.label()
 		series = append(series, s)
 	}

@@ -56,6 +56,14 @@ func kpiSeries(rng *rand.Rand, i int, step int64, lengths []int, dip [2]int, sur
 			inc = append(inc, incident{1.15 + 0.15*rng.Float64(), 1 + rng.IntN(surge)})
 		}
 	}
+	s.drawKPI(rng, n, step, level, amp, noise, inc)
+	return s
+}
+
+// drawKPI appends n rows at step of a KPI's curve: a daily curve of two
+// harmonics swinging by amp of the level, weekends 15 % lower, the
+// incidents at s's onsets, and multiplicative noise.
+func (s *synthSeries) drawKPI(rng *rand.Rand, n int, step int64, level, amp, noise float64, inc []incident) {
 	for j := range n {
 		ts := t0 + int64(j)*step
 		ph := 2 * math.Pi * float64(ts%day) / float64(day)
@@ -67,5 +75,4 @@ func kpiSeries(rng *rand.Rand, i int, step int64, lengths []int, dip [2]int, sur
 		x *= 1 + noise*rng.NormFloat64()
 		s.times, s.values = append(s.times, ts), append(s.values, math.Max(0, x))
 	}
-	return s
 }
