@@ -1031,6 +1031,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	ev := EvidenceNone
 	if score > 0 { // rare
 		ev = evidenceOf(score, extreme, spike, spikeEv, src)
+		if ev == EvidenceRecord && a.wild.zero { // the drop itself: its zeros are held
+			ev = EvidenceZero
+		}
 	}
 	// A metric that has never been negative (a count, a rate, a queue
 	// length, a share) is not expected below 0, nor is its normal band:

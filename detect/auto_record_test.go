@@ -371,6 +371,7 @@ func TestAutoDropToZeroKeepsRecords(t *testing.T) {
 				switch i {
 				case drop:
 					require.GreaterOrEqual(t, v.Score, cfg.Threshold, "%d zeros, seed %d: the drop pages", zeros, seed)
+					require.Equal(t, EvidenceZero, v.Evidence, "%d zeros, seed %d: the drop is named", zeros, seed)
 				case drop + zeros - 1:
 					require.Equal(t, 0.0, d.lo, "%d zeros, seed %d: at 0, 0 is the lowest", zeros, seed)
 					require.Equal(t, StateAnomalous, v.State, "%d zeros, seed %d: the alert lasts while the zeros do", zeros, seed)

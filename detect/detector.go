@@ -76,6 +76,9 @@ const (
 	EvidenceSpike
 	// EvidenceRecord: beyond the highest or lowest value seen.
 	EvidenceRecord
+	// EvidenceZero: a record at 0 (or below) on a series that keeps well
+	// away from 0, as a restart or missing data written as 0 reads.
+	EvidenceZero
 )
 
 func (e Evidence) String() string {
@@ -90,6 +93,8 @@ func (e Evidence) String() string {
 		return "spike"
 	case EvidenceRecord:
 		return "record"
+	case EvidenceZero:
+		return "zero"
 	}
 	return ""
 }

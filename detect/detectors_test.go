@@ -405,7 +405,7 @@ func TestDetectorsEvidence(t *testing.T) {
 	want := map[string][]Evidence{
 		"ewma": {EvidenceSpike}, "mad": {EvidenceSpike}, "zscore": {EvidenceSpike}, "cusum": {EvidenceLevel},
 		"seasonal": {EvidenceSpike, EvidenceTimeOfDay},
-		"auto":     {EvidenceLevel, EvidenceTimeOfDay, EvidenceChanges, EvidenceSpike, EvidenceRecord},
+		"auto":     {EvidenceLevel, EvidenceTimeOfDay, EvidenceChanges, EvidenceSpike, EvidenceRecord, EvidenceZero},
 	}
 	for kind, allowed := range want {
 		t.Run(kind, func(t *testing.T) {

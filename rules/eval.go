@@ -931,6 +931,8 @@ func evidenceWords(e detect.Evidence) string {
 		// expected value: a record high can lie below a day's profile
 		// that expected more.
 		return "outside the range of every value seen before"
+	case detect.EvidenceZero:
+		return "it fell to 0 from well above it, as after a restart or with missing data written as 0"
 	}
 	return ""
 }

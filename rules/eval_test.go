@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -302,6 +303,47 @@ func autoQueueRule(t *testing.T, src *fakeSource, rec *recorder) *Manager {
         detector: {type: auto}
 `))))
 	return m
+}
+
+// TestAutoRestartIsOneIncident: a gauge that keeps far above 0 reads 0
+// for ten evaluations, as a restarted exporter's does. The rule pages
+// once, names the drop for what it likely is, stays firing while the
+// zeros last, and resolves once the series is back and calm.
+func TestAutoRestartIsOneIncident(t *testing.T) {
+	lset := labels.FromStrings("__name__", "queue", "pool", "io")
+	const drop, zeros = 3*1440 + 100, 10
+	rng := rand.New(rand.NewPCG(3, 4))
+	vals := make([]float64, drop+200)
+	for i := range vals {
+		vals[i] = 50 + 10*math.Sin(2*math.Pi*float64(i)/1440) + rng.NormFloat64()
+		if i >= drop && i < drop+zeros {
+			vals[i] = 0
+		}
+	}
+	i := 0
+	rec := &recorder{}
+	m := autoQueueRule(t, vecSource(lset, func(string, time.Time) (float64, bool) { return vals[i], true }), rec)
+	var firing, resolved []*model.Alert
+	for ; i < len(vals); i++ {
+		require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*time.Minute)))
+		for _, a := range rec.take() {
+			switch {
+			case i < drop:
+				require.Failf(t, "an alert before the drop", "row %d: %s", i, a.Explanation.Summary)
+			case a.State == model.StateFiring && (len(firing) == 0 || !firing[len(firing)-1].StartsAt.Equal(a.StartsAt)):
+				firing = append(firing, a)
+			case a.State == model.StateResolved && len(resolved) == 0:
+				resolved = append(resolved, a)
+				require.GreaterOrEqual(t, i, drop+zeros, "resolved while the zeros last")
+			}
+		}
+	}
+	require.Len(t, firing, 1, "one page for the restart")
+	require.Equal(t, t0.Add(drop*time.Minute), firing[0].StartsAt)
+	require.Equal(t, "zero", firing[0].Explanation.Evidence)
+	require.Contains(t, firing[0].Explanation.Summary, "restart", firing[0].Explanation.Summary)
+	require.Len(t, resolved, 1, "resolved once back")
+	t.Log(firing[0].Explanation.Summary)
 }
 
 // TestAutoExplanationSaysWhy: an auto rule's alert names what the
@@ -639,7 +681,7 @@ func TestEvidenceWords(t *testing.T) {
 		require.False(t, seen[w], "two evidences read the same: %q", w)
 		seen[w] = true
 	}
-	require.Len(t, seen, 5)
+	require.Len(t, seen, 6)
 }
 
 // TestExplanationSummary: a value outside its band is a spike, dip or
