@@ -487,8 +487,9 @@ func TestSyntheticRowNumbers(t *testing.T) {
 }
 
 // TestSyntheticPerFile logs per-series detections of one family
-// (SEISMO_SYNTH_FAMILY, with SEISMO_NAB_PERFILE=1) for experiments; the
-// family must exist.
+// (SEISMO_SYNTH_FAMILY, with SEISMO_NAB_PERFILE=1) for experiments, with
+// the series changed as TestSyntheticMeans changes them; the family must
+// exist.
 func TestSyntheticPerFile(t *testing.T) {
 	name := os.Getenv("SEISMO_SYNTH_FAMILY")
 	if name == "" {
@@ -500,7 +501,8 @@ func TestSyntheticPerFile(t *testing.T) {
 			continue
 		}
 		found = true
-		series := f.generate(synthSeed(t))
+		series := retimed(rescaled(f.generate(synthSeed(t)), os.Getenv("SEISMO_SYNTH_UNITS")), os.Getenv("SEISMO_SYNTH_TIMES"))
+		series = zeroed(t, series, os.Getenv("SEISMO_SYNTH_ZEROS"))
 		for i, s := range series {
 			t.Logf("#%d n=%d onsets %v windows %v", i, len(s.values), s.onsets, s.windows)
 		}
