@@ -436,3 +436,40 @@ func TestAutoDropToZeroKeepsRecords(t *testing.T) {
 	}
 	require.Equal(t, 0.0, d.lo, "a series near 0 keeps 0 as its lowest")
 }
+
+// TestAutoNightlyZeros: a series far from 0 that reads 0 for half an
+// hour every night from its fourth day on (a maintenance window) reads 0
+// as part of its life. Only the first drop is judged as a restart's; the
+// next nights' are learnt, and from the seventh night nothing pages.
+// Held and put back every night, the zeros paged every night: 157
+// alerts over ten seeds' 21 days (zeroGap).
+func TestAutoNightlyZeros(t *testing.T) {
+	const perDay, step = 288, 300_000
+	late := 0
+	for seed := range uint64(10) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		xs := make([]float64, 21*perDay)
+		for i := range xs {
+			xs[i] = 100 + 20*math.Sin(2*math.Pi*float64(i)/perDay) + 3*rng.NormFloat64()
+			if i/perDay >= 3 && i%perDay >= 24 && i%perDay < 30 { // 02:00 to 02:30
+				xs[i] = 0
+			}
+		}
+		d := NewAuto(DefaultAutoConfig())
+		var prev Verdict
+		for i, x := range xs {
+			v := d.Observe(int64(i)*step, x)
+			if i == 3*perDay+24 {
+				require.Equal(t, EvidenceZero, v.Evidence, "seed %d: the first night's drop", seed)
+			}
+			if i == 4*perDay+24 {
+				require.NotEqual(t, EvidenceZero, v.Evidence, "seed %d: the second night's drop is the series' own", seed)
+			}
+			if i >= 9*perDay && v.Score >= d.cfg.Threshold && prev.State != StateAnomalous {
+				late++
+			}
+			prev = v
+		}
+	}
+	require.Zero(t, late, "alerts from the tenth day on, ten seeds")
+}
