@@ -336,6 +336,39 @@ func (a *agent) hangup() {
 	}
 }
 
+// emptyRereads and emptyRereadDelay bound how long a reload waits for a
+// config file that has no keys to be written (see loadForReload).
+const (
+	emptyRereads     = 5
+	emptyRereadDelay = 20 * time.Millisecond
+)
+
+// loadForReload loads the config for a reload. A config file that sets no
+// key where the running one set some is most likely being written: an
+// editor or a config manager that writes in place truncates the file
+// first. Loaded as it is, it would swap every rule and receiver for the
+// defaults, and the rules' alerts would lose their state, so that alerts
+// firing then never resolve (a SIGHUP storm drill lost five resolves
+// that way). It is read again emptyRereads times, emptyRereadDelay apart,
+// and refused if it stays empty. A config that was empty from the start
+// stays allowed.
+func (a *agent) loadForReload(ctx context.Context) (*config.Config, error) {
+	for try := 0; ; try++ {
+		cfg, err := a.opts.load()
+		if err != nil || !cfg.FileEmpty || a.config().FileEmpty {
+			return cfg, err
+		}
+		if try == emptyRereads {
+			return nil, fmt.Errorf("config %s sets no key, where the running config set some (a write in progress? write the file elsewhere and rename it into place)", cfg.File)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(emptyRereadDelay):
+		}
+	}
+}
+
 // reload loads the config again and applies it build-then-swap (see
 // reloader). On failure the old config keeps running.
 func (a *agent) reload(ctx context.Context) error {
@@ -358,7 +391,7 @@ func (a *agent) reload(ctx context.Context) error {
 }
 
 func (a *agent) applyNewConfig(ctx context.Context) error {
-	cfg, err := a.opts.load()
+	cfg, err := a.loadForReload(ctx)
 	if err != nil {
 		return err
 	}

@@ -216,6 +216,56 @@ func TestReloadIsBuildThenSwap(t *testing.T) {
 	}
 }
 
+// TestReloadWaitsForAnEmptyConfigFile: a SIGHUP while an editor or a
+// config manager rewrites the config in place finds the file truncated.
+// The reload reads it again until it has keys, and refuses it if it
+// stays empty (or holds comments only), keeping the running config:
+// loaded as it was, it swapped every rule and receiver for the defaults.
+func TestReloadWaitsForAnEmptyConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/seismo.yml"
+	full := "data_dir: state\nhttp: {listen_address: 127.0.0.1:0}\nlog: {level: debug}\n"
+	var afterRead func() // the writer's next step, run after a read
+	load := func() (*config.Config, error) {
+		cfg, err := config.Load(config.LoadOptions{File: path})
+		if afterRead != nil {
+			afterRead()
+			afterRead = nil
+		}
+		return cfg, err
+	}
+	a := newTestAgent(t, agentOptions{load: load})
+	defer a.web.Close()
+	running := a.config()
+
+	for _, empty := range []string{"", "# being written\n"} {
+		require.NoError(t, os.WriteFile(path, []byte(empty), 0o600))
+		err := a.reload(context.Background())
+		require.ErrorContains(t, err, "sets no key, where the running config set some")
+		require.Same(t, running, a.config(), "the running config stays")
+		require.Equal(t, 0.0, a.reloadOK.Get())
+	}
+
+	// Written between two reads: the reload takes the written file.
+	require.NoError(t, os.WriteFile(path, nil, 0o600))
+	afterRead = func() { require.NoError(t, os.WriteFile(path, []byte(full), 0o600)) }
+	require.NoError(t, a.reload(context.Background()))
+	require.Equal(t, "debug", a.config().Log.Level)
+	require.False(t, a.config().FileEmpty)
+
+	// A config that was empty from the start may be reloaded empty.
+	require.NoError(t, os.WriteFile(path, nil, 0o600))
+	e := newTestAgent(t, agentOptions{load: load})
+	defer e.web.Close()
+	first, err := load()
+	require.NoError(t, err)
+	require.True(t, first.FileEmpty)
+	e.mu.Lock()
+	e.cfg = first
+	e.mu.Unlock()
+	require.NoError(t, e.reload(context.Background()))
+}
+
 // TestReloadMetricRecovers checks that the metric goes 1 → 0 → 1 across a
 // bad and a good reload, as seen on /metrics.
 func TestReloadMetricRecovers(t *testing.T) {

@@ -482,3 +482,25 @@ collectors:
 	_, err = Load(LoadOptions{File: again})
 	require.NoError(t, err)
 }
+
+// TestLoadFileEmpty: a file that sets no key (empty, blank or comments
+// only) says so, for a reload to tell a file being written from a config;
+// the embedded default and a file with keys do not.
+func TestLoadFileEmpty(t *testing.T) {
+	dir := t.TempDir()
+	for content, want := range map[string]bool{
+		"":                       true,
+		"\n  \n":                 true,
+		"# written next\n":       true,
+		"log: {level: debug}\n":  false,
+		"data_dir: state # x\n":  false,
+		"---\n# a document\n---": true,
+	} {
+		cfg, err := Load(LoadOptions{File: writeFile(t, dir, "seismo.yml", content)})
+		require.NoError(t, err, "%q", content)
+		require.Equal(t, want, cfg.FileEmpty, "%q", content)
+	}
+	cfg, err := Load(LoadOptions{})
+	require.NoError(t, err)
+	require.False(t, cfg.FileEmpty, "the embedded default")
+}
