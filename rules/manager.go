@@ -11,6 +11,7 @@
 package rules
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,6 +95,9 @@ type Manager struct {
 	// afterWatchReload, set by tests, runs after each reload the file
 	// watch triggers.
 	afterWatchReload func(error)
+	// blankWait, set by tests, replaces the pause before a blank rule
+	// file is read again (see awaitWrittenFiles).
+	blankWait func()
 	// watchReady is closed once the file watch is in place (or off).
 	watchReady chan struct{}
 	// anySource, set by Replay, accepts any group datasource and answers
@@ -218,7 +223,11 @@ func (m *Manager) load(cfg Config, sources map[string]datasource.Source) ([]*Gro
 		}
 		groups = append(groups, gs...)
 	}
-	gs, err := ParseFiles(popts, cfg.expandFiles()...)
+	files := cfg.expandFiles()
+	if err := m.awaitWrittenFiles(files); err != nil {
+		return nil, err
+	}
+	gs, err := ParseFiles(popts, files...)
 	if err != nil {
 		errs = append(errs, asErrors(err, "")...)
 	}
@@ -227,6 +236,62 @@ func (m *Manager) load(cfg Config, sources map[string]datasource.Source) ([]*Gro
 		return nil, errs
 	}
 	return groups, nil
+}
+
+// blankRereads and blankRereadDelay bound how long a reload waits for a
+// rule file caught blank to be written (see awaitWrittenFiles).
+const (
+	blankRereads     = 5
+	blankRereadDelay = 20 * time.Millisecond
+)
+
+// awaitWrittenFiles waits for rule files that read blank (empty, or
+// comments only) but hold groups now running: an editor or a config
+// manager that writes in place truncates first, and a SIGHUP in that
+// moment would drop the file's rules and their alerts' state, so that
+// the alerts firing then never resolve. Each such file is read again
+// blankRereads times, blankRereadDelay apart; one still blank refuses the
+// reload and the running rules stay. A file that is meant to hold no
+// rules says so with `groups: []`. m.mu is not held.
+func (m *Manager) awaitWrittenFiles(files []string) error {
+	m.mu.Lock()
+	running := map[string]bool{}
+	for _, g := range m.groups {
+		running[g.spec.File] = true
+	}
+	m.mu.Unlock()
+	for _, f := range files {
+		if !running[f] {
+			continue
+		}
+		for try := 0; ; try++ {
+			b, err := os.ReadFile(f)
+			if err != nil || !blankYAML(b) {
+				break // ParseFiles reports a read error
+			}
+			if try == blankRereads {
+				return Errors{{File: f, Msg: "the file is blank, where it held rules that are running (a write in progress? write rule files elsewhere and rename them into place; `groups: []` holds no rules)"}}
+			}
+			if m.blankWait != nil {
+				m.blankWait()
+			} else {
+				time.Sleep(blankRereadDelay)
+			}
+		}
+	}
+	return nil
+}
+
+// blankYAML reports whether b holds nothing but whitespace, comments and
+// document markers.
+func blankYAML(b []byte) bool {
+	for line := range bytes.Lines(b) {
+		l := bytes.TrimSpace(line)
+		if len(l) > 0 && l[0] != '#' && string(l) != "---" && string(l) != "..." {
+			return false
+		}
+	}
+	return true
 }
 
 func asErrors(err error, file string) Errors {

@@ -222,3 +222,43 @@ func TestSaveKeepsDiskUntilRulesLoad(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, saved.alerts, 1, "B's state is gone with B")
 }
+
+// TestReloadWaitsForABlankRuleFile: a reload that finds a running rule
+// file blank (truncated by a write in progress, or comments only) reads
+// it again and refuses it if it stays blank; the rules and their alerts
+// keep running. Written between two reads, it is taken. A file meant to
+// hold no rules says `groups: []`.
+func TestReloadWaitsForABlankRuleFile(t *testing.T) {
+	lset := labels.FromStrings("__name__", "x")
+	src := vecSource(lset, func(q string, ts time.Time) (float64, bool) { return 9, true })
+	rec := &recorder{}
+	set := metrics.NewSet()
+	m, err := NewManager(Options{Source: src, Notify: rec.notify, Lookup: fakeLookup, Kinds: fakeKindNames, Metrics: set})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	const rules = "groups: [{name: c, rules: [{alert: High, expr: 'x > 5'}]}]"
+	f := writeRules(t, dir, "r.yml", rules)
+	cfg := testConfig(f)
+	require.NoError(t, m.ApplyConfig(cfg))
+	require.NoError(t, m.EvalGroups(context.Background(), t0))
+	require.Len(t, m.Alerts(), 1)
+
+	for _, blank := range []string{"", "# being written\n", "---\n"} {
+		writeRules(t, dir, "r.yml", blank)
+		err := m.ApplyConfig(cfg)
+		require.ErrorContains(t, err, "r.yml: the file is blank, where it held rules that are running")
+		require.Equal(t, "0", metricValue(t, set, "seismo_rules_last_reload_successful"))
+		require.Len(t, m.Groups(), 1, "the running rules stay")
+		require.Len(t, m.Alerts(), 1, "and their alert")
+	}
+
+	writeRules(t, dir, "r.yml", "")
+	m.blankWait = func() { writeRules(t, dir, "r.yml", strings.Replace(rules, "x > 5", "x > 6", 1)) }
+	require.NoError(t, m.ApplyConfig(cfg), "written between two reads")
+	m.blankWait = nil
+	require.Len(t, m.Alerts(), 1, "the alert keeps its state")
+
+	writeRules(t, dir, "r.yml", "groups: []")
+	require.NoError(t, m.ApplyConfig(cfg))
+	require.Empty(t, m.Groups(), "a file that holds no rules on purpose")
+}
