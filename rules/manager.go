@@ -11,7 +11,6 @@
 package rules
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -32,6 +31,7 @@ import (
 
 	"github.com/seismo-agent/seismo/datasource"
 	"github.com/seismo-agent/seismo/detect"
+	"github.com/seismo-agent/seismo/internal/configutil"
 	"github.com/seismo-agent/seismo/internal/model"
 )
 
@@ -96,7 +96,7 @@ type Manager struct {
 	// watch triggers.
 	afterWatchReload func(error)
 	// blankWait, set by tests, replaces the pause before a blank rule
-	// file is read again (see awaitWrittenFiles).
+	// file is read again (see ruleFileReader).
 	blankWait func()
 	// watchReady is closed once the file watch is in place (or off).
 	watchReady chan struct{}
@@ -223,11 +223,7 @@ func (m *Manager) load(cfg Config, sources map[string]datasource.Source) ([]*Gro
 		}
 		groups = append(groups, gs...)
 	}
-	files := cfg.expandFiles()
-	if err := m.awaitWrittenFiles(files); err != nil {
-		return nil, err
-	}
-	gs, err := ParseFiles(popts, files...)
+	gs, err := parseFiles(popts, m.ruleFileReader(), cfg.expandFiles()...)
 	if err != nil {
 		errs = append(errs, asErrors(err, "")...)
 	}
@@ -238,60 +234,35 @@ func (m *Manager) load(cfg Config, sources map[string]datasource.Source) ([]*Gro
 	return groups, nil
 }
 
-// blankRereads and blankRereadDelay bound how long a reload waits for a
-// rule file caught blank to be written (see awaitWrittenFiles).
-const (
-	blankRereads     = 5
-	blankRereadDelay = 20 * time.Millisecond
-)
-
-// awaitWrittenFiles waits for rule files that read blank (empty, or
-// comments only) but hold groups now running: an editor or a config
-// manager that writes in place truncates first, and a SIGHUP in that
-// moment would drop the file's rules and their alerts' state, so that
-// the alerts firing then never resolve. Each such file is read again
-// blankRereads times, blankRereadDelay apart; one still blank refuses the
-// reload and the running rules stay. A file that is meant to hold no
-// rules says so with `groups: []`. m.mu is not held.
-func (m *Manager) awaitWrittenFiles(files []string) error {
+// ruleFileReader returns how load reads rule files: a file that reads
+// blank while rules from it are running is most likely being written
+// (see configutil.Blank), and would drop those rules and their alerts'
+// state. It is read again, and one that stays blank is an error, so the
+// reload is refused and the running rules stay. A file meant to hold no
+// rules says `groups: []`. m.mu is not held.
+func (m *Manager) ruleFileReader() func(string) ([]byte, error) {
 	m.mu.Lock()
 	running := map[string]bool{}
 	for _, g := range m.groups {
 		running[g.spec.File] = true
 	}
 	m.mu.Unlock()
-	for _, f := range files {
-		if !running[f] {
-			continue
-		}
+	return func(f string) ([]byte, error) {
 		for try := 0; ; try++ {
 			b, err := os.ReadFile(f)
-			if err != nil || !blankYAML(b) {
-				break // ParseFiles reports a read error
+			if err != nil || !running[f] || !configutil.Blank(b) {
+				return b, err
 			}
-			if try == blankRereads {
-				return Errors{{File: f, Msg: "the file is blank, where it held rules that are running (a write in progress? write rule files elsewhere and rename them into place; `groups: []` holds no rules)"}}
+			if try == configutil.BlankRereads {
+				return nil, errors.New("the file is blank, where it held rules that are running (a write in progress? write rule files elsewhere and rename them into place; `groups: []` holds no rules)")
 			}
 			if m.blankWait != nil {
 				m.blankWait()
 			} else {
-				time.Sleep(blankRereadDelay)
+				time.Sleep(configutil.BlankRereadDelay)
 			}
 		}
 	}
-	return nil
-}
-
-// blankYAML reports whether b holds nothing but whitespace, comments and
-// document markers.
-func blankYAML(b []byte) bool {
-	for line := range bytes.Lines(b) {
-		l := bytes.TrimSpace(line)
-		if len(l) > 0 && l[0] != '#' && string(l) != "---" && string(l) != "..." {
-			return false
-		}
-	}
-	return true
 }
 
 func asErrors(err error, file string) Errors {

@@ -191,12 +191,17 @@ var promqlParser = parser.NewParser(parser.Options{})
 // ParseFiles reads and parses every file and returns all groups, or every
 // problem found in all files.
 func ParseFiles(opts ParseOptions, files ...string) ([]*Group, error) {
+	return parseFiles(opts, os.ReadFile, files...)
+}
+
+// parseFiles is ParseFiles reading each file with read.
+func parseFiles(opts ParseOptions, read func(string) ([]byte, error), files ...string) ([]*Group, error) {
 	var (
 		groups []*Group
 		errs   Errors
 	)
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := read(f)
 		if err != nil {
 			errs = append(errs, &Error{File: f, Msg: err.Error()})
 			continue

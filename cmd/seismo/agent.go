@@ -13,6 +13,7 @@ import (
 	"github.com/oklog/run"
 
 	"github.com/seismo-agent/seismo/internal/config"
+	"github.com/seismo-agent/seismo/internal/configutil"
 	"github.com/seismo-agent/seismo/web"
 )
 
@@ -336,35 +337,25 @@ func (a *agent) hangup() {
 	}
 }
 
-// emptyRereads and emptyRereadDelay bound how long a reload waits for a
-// config file that has no keys to be written (see loadForReload).
-const (
-	emptyRereads     = 5
-	emptyRereadDelay = 20 * time.Millisecond
-)
-
-// loadForReload loads the config for a reload. A config file that sets no
-// key where the running one set some is most likely being written: an
-// editor or a config manager that writes in place truncates the file
-// first. Loaded as it is, it would swap every rule and receiver for the
-// defaults, and the rules' alerts would lose their state, so that alerts
-// firing then never resolve (a SIGHUP storm drill lost five resolves
-// that way). It is read again emptyRereads times, emptyRereadDelay apart,
-// and refused if it stays empty. A config that was empty from the start
-// stays allowed.
+// loadForReload loads the config for a reload. A config file that sets
+// nothing where the running one set something is most likely being
+// written (see configutil.Blank): loaded as it is, it would swap every
+// rule and receiver for the defaults (a SIGHUP storm drill lost five
+// resolves that way). It is read again and refused if it stays blank. A
+// config that was blank from the start stays allowed.
 func (a *agent) loadForReload(ctx context.Context) (*config.Config, error) {
 	for try := 0; ; try++ {
 		cfg, err := a.opts.load()
 		if err != nil || !cfg.FileEmpty || a.config().FileEmpty {
 			return cfg, err
 		}
-		if try == emptyRereads {
+		if try == configutil.BlankRereads {
 			return nil, fmt.Errorf("config %s sets no key, where the running config set some (a write in progress? write the file elsewhere and rename it into place)", cfg.File)
 		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(emptyRereadDelay):
+		case <-time.After(configutil.BlankRereadDelay):
 		}
 	}
 }

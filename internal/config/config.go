@@ -77,8 +77,8 @@ type Config struct {
 	// File is the path of the config file this was loaded from, empty for
 	// the embedded default. Set by Load, never decoded.
 	File string `koanf:"-"`
-	// FileEmpty is whether File set no key at all (empty, or comments
-	// only). Set by Load, never decoded.
+	// FileEmpty is whether File sets nothing (configutil.Blank). Set by
+	// Load, never decoded.
 	FileEmpty bool `koanf:"-"`
 }
 

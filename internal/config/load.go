@@ -123,7 +123,7 @@ func Load(opts LoadOptions) (*Config, error) {
 	// problem; a field that failed to decode keeps its default and is
 	// not reported twice.
 	cfg.File = opts.File
-	cfg.FileEmpty = opts.File != "" && len(fileMap) == 0
+	cfg.FileEmpty = opts.File != "" && configutil.Blank(data)
 	var ferrs configutil.Errors
 	ferrs.Merge("", cfg.resolve(baseDir))
 	ferrs.Merge("", cfg.Validate())

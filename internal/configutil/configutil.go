@@ -3,11 +3,13 @@
 package configutil
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Secret is a string that prints, marshals and logs as "<secret>".
@@ -122,4 +124,28 @@ func Join(prefix, path string) string {
 		return prefix + path
 	}
 	return prefix + "." + path
+}
+
+// A config or rule file that reads blank where the running one held
+// settings is most likely being written: an editor or a config manager
+// that writes in place truncates the file first, and a reload in that
+// moment would swap what runs for nothing (rules and their alerts' state
+// lost, so that alerts firing then never resolve). A reload reads such a
+// file again BlankRereads times, BlankRereadDelay apart, and refuses it if
+// it stays blank.
+const (
+	BlankRereads     = 5
+	BlankRereadDelay = 20 * time.Millisecond
+)
+
+// Blank reports whether a YAML file's content b sets nothing: only
+// whitespace, comments and document markers.
+func Blank(b []byte) bool {
+	for line := range bytes.Lines(b) {
+		l := bytes.TrimSpace(line)
+		if len(l) > 0 && l[0] != '#' && string(l) != "---" && string(l) != "..." {
+			return false
+		}
+	}
+	return true
 }
