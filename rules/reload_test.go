@@ -29,16 +29,24 @@ func metricValue(t *testing.T, set *metrics.Set, name string) string {
 	return ""
 }
 
-// TestReload changes one rule, keeps another and breaks a third file:
-// state is kept where it should be, and a broken file keeps the old rules
-// running with the reload metric at 0.
-func TestReload(t *testing.T) {
-	lset := labels.FromStrings("__name__", "x")
+// reloadManager is a manager over one series lset at 9, with the fake
+// detector kinds, a recorder for its notifications and its metrics.
+func reloadManager(t *testing.T, lset labels.Labels) (*Manager, *recorder, *metrics.Set) {
+	t.Helper()
 	src := vecSource(lset, func(q string, ts time.Time) (float64, bool) { return 9, true })
 	rec := &recorder{}
 	set := metrics.NewSet()
 	m, err := NewManager(Options{Source: src, Notify: rec.notify, Lookup: fakeLookup, Kinds: fakeKindNames, Metrics: set})
 	require.NoError(t, err)
+	return m, rec, set
+}
+
+// TestReload changes one rule, keeps another and breaks a third file:
+// state is kept where it should be, and a broken file keeps the old rules
+// running with the reload metric at 0.
+func TestReload(t *testing.T) {
+	lset := labels.FromStrings("__name__", "x")
+	m, rec, set := reloadManager(t, lset)
 	dir := t.TempDir()
 	const keep = "groups: [{name: k, rules: [{anomaly: Keep, expr: x, detector: {type: fake, threshold: 5, warm_up: 1}}]}]"
 	const change = "groups: [{name: c, rules: [{alert: Change, expr: 'x > 5', labels: {severity: page}}]}]"
@@ -73,7 +81,7 @@ func TestReload(t *testing.T) {
 	// Break a third file: everything keeps running.
 	f3 := writeRules(t, dir, "broken.yml", "groups: [{name: b, rules: [{alert: B, expr: 'up =='}]}]")
 	cfg.Files = append(cfg.Files, f3)
-	err = m.ApplyConfig(cfg)
+	err := m.ApplyConfig(cfg)
 	require.ErrorContains(t, err, "broken.yml:1:45: group \"b\", rule 1 \"B\": expr:")
 	require.Equal(t, "0", metricValue(t, set, "seismo_rules_last_reload_successful"))
 	require.Len(t, m.Groups(), 2, "old rules still loaded")
@@ -229,12 +237,7 @@ func TestSaveKeepsDiskUntilRulesLoad(t *testing.T) {
 // keep running. Written between two reads, it is taken. A file meant to
 // hold no rules says `groups: []`.
 func TestReloadWaitsForABlankRuleFile(t *testing.T) {
-	lset := labels.FromStrings("__name__", "x")
-	src := vecSource(lset, func(q string, ts time.Time) (float64, bool) { return 9, true })
-	rec := &recorder{}
-	set := metrics.NewSet()
-	m, err := NewManager(Options{Source: src, Notify: rec.notify, Lookup: fakeLookup, Kinds: fakeKindNames, Metrics: set})
-	require.NoError(t, err)
+	m, _, set := reloadManager(t, labels.FromStrings("__name__", "x"))
 	dir := t.TempDir()
 	const rules = "groups: [{name: c, rules: [{alert: High, expr: 'x > 5'}]}]"
 	f := writeRules(t, dir, "r.yml", rules)
