@@ -291,29 +291,18 @@ func TestSyntheticMeans(t *testing.T) {
 // zeroed returns the series with the values of n rows (spec, a whole
 // number; "" leaves them as drawn) set to 0 from the first row at a
 // third of each series outside its windows: a restart, or missing data
-// written as 0, as `seismo bench nab --probe zero=N` does to NAB.
+// written as 0, by the probe `seismo bench nab --probe zero=N` applies
+// to NAB.
 func zeroed(t *testing.T, series []synthSeries, spec string) []synthSeries {
 	if spec == "" {
 		return series
 	}
-	n, err := strconv.Atoi(spec)
+	p, err := nab.ParseProbe("zero=" + spec)
 	require.NoError(t, err, "SEISMO_SYNTH_ZEROS")
 	out := make([]synthSeries, len(series))
 	for i, s := range series {
 		s.values = append([]float64(nil), s.values...)
-		at := -1
-		for r := len(s.values) / 3; r < len(s.values) && at < 0; r++ {
-			in := false
-			for _, w := range s.windows {
-				in = in || r >= w.First && r <= w.Last
-			}
-			if !in {
-				at = r
-			}
-		}
-		for r := at; at >= 0 && r < min(at+n, len(s.values)); r++ {
-			s.values[r] = 0
-		}
+		p.Apply(&nab.Corpus{Files: []*nab.File{{Values: s.values, Windows: s.windows}}})
 		out[i] = s
 	}
 	return out
