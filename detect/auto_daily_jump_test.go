@@ -181,15 +181,43 @@ func TestAutoDailyStepsOneMinute(t *testing.T) {
 }
 
 // businessDays is the scenario of the daily-step tests below: ten seeds
-// of 14 days at the given step, 60 by night and 300 for the nine hours
-// from minute on of each day, 3 % noise or, with counts, Poisson, and an
-// outage to 90 for outage samples from 14:00 on day 9 (stream seeds the
-// noise).
+// of 14 days at the given step, 60 by night and high (300 if 0) for the
+// nine hours from minute on of each day, 3 % noise or, with counts,
+// Poisson, and an outage to 90 for outage samples from 14:00 on day 9
+// (stream seeds the noise).
 type businessDays struct {
 	step       int64
 	on, outage int
+	high       float64
 	counts     bool
 	stream     uint64
+}
+
+// series is one seed's samples.
+func (b businessDays) series(seed uint64) []float64 {
+	perDay := int(dayMs / b.step)
+	outage := 9*perDay + 14*60*int(60_000/b.step)
+	high := b.high
+	if high == 0 {
+		high = 300
+	}
+	rng := rand.New(rand.NewPCG(seed, b.stream))
+	xs := make([]float64, 14*perDay)
+	for i := range xs {
+		x := 60.0
+		if m := int(int64(i%perDay) * b.step / 60_000); m >= b.on && m < b.on+9*60 {
+			x = high
+		}
+		if i >= outage && i < outage+b.outage {
+			x = 90
+		}
+		if b.counts {
+			xs[i] = math.Round(x + math.Sqrt(x)*rng.NormFloat64())
+		} else {
+			xs[i] = x * (1 + 0.03*rng.NormFloat64())
+		}
+	}
+	return xs
 }
 
 // alerts runs each seed's series, requires the outage to page, and
@@ -201,22 +229,7 @@ func (b businessDays) alerts(t *testing.T) int {
 	outage := 9*perDay + 14*60*int(60_000/b.step)
 	alerts := 0
 	for seed := range uint64(10) {
-		rng := rand.New(rand.NewPCG(seed, b.stream))
-		xs := make([]float64, 14*perDay)
-		for i := range xs {
-			x := 60.0
-			if m := int(int64(i%perDay) * b.step / 60_000); m >= b.on && m < b.on+9*60 {
-				x = 300
-			}
-			if i >= outage && i < outage+b.outage {
-				x = 90
-			}
-			if b.counts {
-				xs[i] = math.Round(x + math.Sqrt(x)*rng.NormFloat64())
-			} else {
-				xs[i] = x * (1 + 0.03*rng.NormFloat64())
-			}
-		}
+		xs := b.series(seed)
 		alerts += alertsAt(cfg, xs, b.step, 2*perDay, outage-1) + alertsAt(cfg, xs, b.step, outage+cfg.Quiet, len(xs)-1)
 		require.GreaterOrEqual(t, maxScoreAt(cfg, xs, b.step, outage, outage+b.outage-1), cfg.Threshold, "seed %d: the outage", seed)
 	}
@@ -281,4 +294,58 @@ func TestAutoDailyStepsCounts(t *testing.T) {
 func TestAutoDailyStepsFifteenSeconds(t *testing.T) {
 	alerts := businessDays{step: 15_000, on: 9 * 60, outage: 20, stream: 17}.alerts(t)
 	require.LessOrEqual(t, alerts, 25, "alerts outside the outage from day 3, ten seeds")
+}
+
+// TestAutoDailyStepsFifteenSecondsCounts: counts that double at 09:00
+// and halve at 18:00 (60 and 120, Poisson), every 15 s. The level's
+// likelihood paged 4 to 7 minutes after each step, every day: 195
+// alerts over ten seeds' twelve days. Where a slice predicts its samples
+// much better than the level, the level's likelihood gives way to the
+// hour's (see sliceFit): 4. The outage, five minutes at 90 at 14:00 on
+// day 9, still pages: the 14:00 slice's errors are the level's.
+func TestAutoDailyStepsFifteenSecondsCounts(t *testing.T) {
+	b := businessDays{step: 15_000, on: 9 * 60, outage: 20, high: 120, counts: true, stream: 17}
+	alerts := b.alerts(t)
+	require.LessOrEqual(t, alerts, 10, "alerts outside the outage from day 3, ten seeds")
+	// The slices fitted: the one that starts at the morning step has the
+	// hour's errors within a quarter of the level's, the one at 14:00
+	// not.
+	cfg := DefaultAutoConfig()
+	d := NewAuto(cfg)
+	xs := b.series(0)
+	for i := range 5 * 5760 {
+		d.Observe(int64(i)*b.step, xs[i])
+	}
+	require.Len(t, d.fits, cfg.DayBuckets)
+	require.True(t, d.fits[9].hourFits(), "09:00: hour %v, level %v", d.fits[9].hour, d.fits[9].level)
+	require.False(t, d.fits[14].hourFits(), "14:00: hour %v, level %v", d.fits[14].hour, d.fits[14].level)
+}
+
+// TestAutoSliceFitsSnapshot: the slices' fits are kept in snapshots, and
+// a detector restored at noon on day 5 judges the rest as the one that
+// ran on. At a minute there are none.
+func TestAutoSliceFitsSnapshot(t *testing.T) {
+	b := businessDays{step: 15_000, on: 9 * 60, high: 120, counts: true, stream: 17}
+	xs := b.series(4)
+	cfg := DefaultAutoConfig()
+	d := NewAuto(cfg)
+	cut := 5*5760 + 12*240
+	for i := range cut {
+		d.Observe(int64(i)*b.step, xs[i])
+	}
+	snap, err := d.MarshalBinary()
+	require.NoError(t, err)
+	r := NewAuto(cfg)
+	require.NoError(t, r.UnmarshalBinary(snap))
+	require.Equal(t, d.fits, r.fits)
+	require.Equal(t, d.fitAlpha, r.fitAlpha)
+	for i := cut; i < len(xs); i++ {
+		require.Equal(t, d.Observe(int64(i)*b.step, xs[i]), r.Observe(int64(i)*b.step, xs[i]), "row %d", i)
+	}
+
+	m := NewAuto(cfg)
+	for i := range 3 * 1440 {
+		m.Observe(int64(i)*60_000, xs[i])
+	}
+	require.Nil(t, m.fits, "at a minute")
 }

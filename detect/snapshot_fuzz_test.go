@@ -25,6 +25,17 @@ func FuzzSnapshot(f *testing.F) {
 		snap, err := d.MarshalBinary()
 		require.NoError(f, err)
 		f.Add(uint8(k), snap)
+		if kind == autoKind {
+			// Finer than a minute, auto keeps its slices' fits too.
+			d := newDetector(f, kind)
+			for i := range ts {
+				d.Observe(ts[0]+(ts[i]-ts[0])/4, vs[i])
+			}
+			snap, err := d.MarshalBinary()
+			require.NoError(f, err)
+			require.NotNil(f, d.(*Auto).fits)
+			f.Add(uint8(k), snap)
+		}
 	}
 	f.Fuzz(func(t *testing.T, k uint8, b []byte) {
 		kind := kinds[int(k)%len(kinds)]
