@@ -83,6 +83,20 @@ func benchObserve(b *testing.B, d Detector, vs []float64) {
 	}
 }
 
+// BenchmarkAutoFifteenSeconds is BenchmarkDetector/auto at the agent's
+// default interval, where the slices' fits are learnt as well (see
+// sliceFit).
+func BenchmarkAutoFifteenSeconds(b *testing.B) {
+	d := newDetector(b, autoKind)
+	for i := range 5000 {
+		d.Observe(int64(i)*15_000, benchValues[i&benchMask])
+	}
+	b.ReportAllocs()
+	for i := 5000; b.Loop(); i++ {
+		d.Observe(int64(i)*15_000, benchValues[i&benchMask])
+	}
+}
+
 // BenchmarkAutoCounts times auto's Observe on counts: the benchmark's
 // series rounded to whole numbers, and the same per second over a minute
 // (on the lattice of 1/60; see lattice.go). Counts take the count model's
@@ -135,8 +149,19 @@ func BenchmarkNewAutoZoned(b *testing.B) {
 // once its day and week are learnt (8 days of 5-minute samples): its
 // heap (heap-B/series, from the live heap over 1,000 detectors) and its
 // snapshot (snapshot-B/series). Its ns/op is the whole run's per
-// detector and means little.
+// detector and means little. The same number of samples 15 s apart (the
+// agent's default interval) adds what a series finer than a minute
+// keeps: the slices' fits (sliceFit).
 func BenchmarkAutoFootprint(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		step int64
+	}{{"5m", 300_000}, {"15s", 15_000}} {
+		b.Run(c.name, func(b *testing.B) { autoFootprint(b, c.step) })
+	}
+}
+
+func autoFootprint(b *testing.B, step int64) {
 	const n, samples = 1000, 8 * 288
 	var heap, snap float64
 	for b.Loop() {
@@ -147,7 +172,7 @@ func BenchmarkAutoFootprint(b *testing.B) {
 		for i := range ds {
 			ds[i] = NewAuto(DefaultAutoConfig())
 			for j := range samples {
-				ds[i].Observe(int64(j)*300_000, benchValues[(i+j)&benchMask])
+				ds[i].Observe(int64(j)*step, benchValues[(i+j)&benchMask])
 			}
 		}
 		runtime.GC()
