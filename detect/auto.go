@@ -286,7 +286,12 @@ type Auto struct {
 	// minute or coarser, and without DayBuckets.
 	fits     []sliceFit
 	fitAlpha float64 // their memory per sample: profileDays of a slice's visits
-	jumps    uint64  // the spike path's alerting excursions that began as a jump within its bound (see Observe)
+	// A run of gaps between samples that agree with each other and not
+	// with interval (see watchInterval): how many, the first and the
+	// least.
+	ivRun          int
+	ivRef, ivLeast int64
+	jumps          uint64 // the spike path's alerting excursions that began as a jump within its bound (see Observe)
 	// The spike path's baseline carried on by its own trend (see
 	// trendStep): its level, its slope per sample and the mean squared
 	// error of its predictions. trendAlpha, the share of an error the
@@ -478,6 +483,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.fitFloor()
 			a.fitInterval()
 		}
+	} else if d := ts - a.prevTs; d != a.interval && d > 0 && a.synthStep == 0 && !a.noClock {
+		a.watchInterval(d)
 	}
 	if !a.offLattice && !a.onLattice(x) { // no store while on it
 		a.refineLattice(x)
@@ -1908,6 +1915,55 @@ func (a *Auto) fitInterval() {
 	a.fitChanges()
 }
 
+// watchInterval refits the detector to a lasting change of the
+// interval between samples (d is the latest gap, other than the
+// interval). Before, what counts samples stayed fitted to the interval
+// of the warm-up for good. A rule group whose interval went from a
+// minute to 15 s on a reload judged its series with windows four times
+// too short in time: Poisson counts of about 200 on a daily cycle paged
+// 62 times over ten seeds' six days, against 3 for a series sampled
+// every 15 s from the start (TestAutoIntervalChange). WarmUp gaps in a
+// row that agree with each other to a quarter and not with the
+// interval are the new interval: the least of them becomes it, as the
+// warm-up measures it, and everything is fitted again; what was learnt
+// is kept. A gap of missed samples is one gap, and an irregular
+// series' gaps do not agree for long, so neither refits.
+//
+// The likelihoods' long runs keep what they learnt, but the short
+// average they judge now spans a different number of samples: from 15 s
+// to a minute, two rather than eight. Its spread from noise alone is
+// then twice as large as the long run has it, and the same counts paged
+// 121 times in six days. Each long run's variance is rescaled as for
+// independent samples, by the ratio of an average's variance,
+// alpha/(2−alpha), under the new window and the old: 2 pages, against
+// 1 sampled every minute from the start.
+func (a *Auto) watchInterval(d int64) {
+	near := func(d, ref int64) bool { return 4*d >= 3*ref && 4*d <= 5*ref }
+	switch {
+	case near(d, a.interval):
+		a.ivRun = 0
+	case a.ivRun == 0 || !near(d, a.ivRef):
+		a.ivRun, a.ivRef, a.ivLeast = 1, d, d
+	default:
+		a.ivRun++
+		a.ivLeast = min(a.ivLeast, d)
+		if a.ivRun >= a.cfg.WarmUp {
+			a.interval, a.ivRun = a.ivLeast, 0
+			liks := []*Likelihood{&a.lik, &a.stepLk, &a.dayLik, &a.prof.lik}
+			var before [4]float64
+			for i, l := range liks {
+				before[i] = l.short.alpha
+			}
+			a.fitInterval()
+			for i, l := range liks {
+				if b, n := before[i], l.short.alpha; b > 0 && n != b {
+					l.long.vr *= n / (2 - n) / (b / (2 - b))
+				}
+			}
+		}
+	}
+}
+
 // fitChanges fits the memory of the changes' spread (LevelHalfLife
 // samples) to the interval measured in the warm-up. Finer than a minute
 // it keeps the span of time it has at one minute, as the slices and the
@@ -1920,10 +1976,8 @@ func (a *Auto) fitInterval() {
 // memory in samples: fitted as well, it cost the ceiling of a CPU quota
 // 6 to 7 points. At a minute or coarser nothing changes.
 func (a *Auto) fitChanges() {
-	if f := float64(a.sliceScale()); f > 1 {
-		a.step.alpha = AlphaForHalfLife(a.cfg.LevelHalfLife * f)
-		a.step.derive()
-	}
+	a.step.alpha = AlphaForHalfLife(a.cfg.LevelHalfLife * float64(a.sliceScale()))
+	a.step.derive()
 }
 
 // fitSlices fits the time-of-day slices' memory to the sampling
@@ -1938,17 +1992,20 @@ func (a *Auto) fitChanges() {
 // minute, keeping the span of time they have at one minute. The slices'
 // means and spreads so far are kept.
 func (a *Auto) fitSlices() {
-	f := a.sliceScale()
-	if a.cfg.DayBuckets == 0 || f == 1 {
-		a.fits = nil
+	if a.cfg.DayBuckets == 0 {
 		return
 	}
+	f := a.sliceScale()
 	alpha := AlphaForHalfLife(a.cfg.DayHalfLife * float64(f))
 	for i := range a.day.buckets {
 		a.day.buckets[i].alpha = alpha
 		a.day.buckets[i].derive()
 	}
 	a.deriveVisits()
+	if f == 1 {
+		a.fits = nil
+		return
+	}
 	if a.fits == nil {
 		a.fits = make([]sliceFit, len(a.day.buckets))
 	}
@@ -1994,6 +2051,7 @@ func (a *Auto) fitLikelihoods() {
 // samples too.
 func (a *Auto) fitTrend() {
 	if a.n <= uint64(a.cfg.WarmUp) || a.interval <= sliceStep {
+		a.setTrendMemory(a.cfg.SpikeHalfLife)
 		return
 	}
 	hl := a.cfg.SpikeHalfLife * float64(sliceStep) / float64(a.interval)
@@ -2164,6 +2222,9 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.i64(int64(a.runCalm))
 	w.f64(a.slope)
 	w.i64(a.interval)
+	w.i64(int64(a.ivRun))
+	w.i64(a.ivRef)
+	w.i64(a.ivLeast)
 	w.i64(a.synthStep)
 	a.dep.encode(w)
 	a.sch.encode(w)
@@ -2251,6 +2312,10 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.runCalm = int(r.i64())
 	a.slope = r.f64()
 	a.interval = r.i64()
+	a.ivRun, a.ivRef, a.ivLeast = int(r.i64()), r.i64(), r.i64()
+	if (a.ivRun < 0 || a.ivRun >= max(a.cfg.WarmUp, 1) || a.ivRef < 0 || a.ivLeast < 0) && r.err == nil {
+		r.err = errorf("run of %d gaps from %d ms, least %d", a.ivRun, a.ivRef, a.ivLeast)
+	}
 	a.early, a.cycle = nil, nil // a search under way is not kept (see fitClock)
 	a.synthStep = r.i64()
 	if (a.synthStep < 0 || a.synthStep > dayMs) && r.err == nil {
