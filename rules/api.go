@@ -146,7 +146,7 @@ func (rs *ruleState) api() apiRule {
 	}
 	if r.Type == TypeAnomaly {
 		ar.Kind = "anomaly"
-		d := &apiDetector{Type: r.Detector.Type, Series: len(rs.series)}
+		d := &apiDetector{Type: r.Detector.Type, Series: len(rs.series), Dormant: len(rs.dormant)}
 		for _, ss := range rs.series {
 			if ss.last.State == detect.StateWarmingUp {
 				d.WarmingUp++

@@ -28,8 +28,14 @@ type Config struct {
 	// the window make an alert flapping (one notice instead of many).
 	FlapWindow    time.Duration `koanf:"flap_window"`
 	FlapThreshold int           `koanf:"flap_threshold"`
-	// SeriesGrace is how long a detector outlives its vanished series.
+	// SeriesGrace is how long a vanished series' detector stays live
+	// (counted in the API and the console).
 	SeriesGrace time.Duration `koanf:"series_grace"`
+	// SeriesRetention is how long a vanished series' detector is kept,
+	// dormant, after that, so that a series back from a target's outage
+	// or a deploy is judged with what its detector had learnt. 0 (or no
+	// more than series_grace) forgets it after series_grace.
+	SeriesRetention time.Duration `koanf:"series_retention"`
 	// SnapshotInterval is how often detector and alert state is saved to
 	// the data directory (also saved on shutdown).
 	SnapshotInterval time.Duration `koanf:"snapshot_interval"`
@@ -76,6 +82,7 @@ func DefaultConfig() Config {
 		FlapWindow:         10 * time.Minute,
 		FlapThreshold:      4,
 		SeriesGrace:        5 * time.Minute,
+		SeriesRetention:    24 * time.Hour,
 		SnapshotInterval:   time.Minute,
 		WarmStart:          time.Hour,
 		WatchFiles:         true,
@@ -105,6 +112,9 @@ func (c *Config) Validate() error {
 	pos("snapshot_interval", c.SnapshotInterval)
 	if c.QueryOffset < 0 {
 		errs.Addf("query_offset", "must not be negative, got %s", c.QueryOffset)
+	}
+	if c.SeriesRetention < 0 {
+		errs.Addf("series_retention", "must not be negative, got %s", c.SeriesRetention)
 	}
 	if c.WarmStart < 0 {
 		errs.Addf("warm_start", "must not be negative, got %s", c.WarmStart)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"net/url"
 	"slices"
@@ -72,8 +73,12 @@ type ruleState struct {
 	rule  *Rule
 	group *groupState
 
-	mu       sync.Mutex
-	series   map[uint64]*seriesState
+	mu     sync.Mutex
+	series map[uint64]*seriesState
+	// dormant holds the detectors of series gone for longer than
+	// series_grace, for series_retention, in case they come back (see
+	// release); nil until one is.
+	dormant  map[uint64]*seriesState
 	alerts   map[uint64]*alertState
 	lastEval time.Time
 	evalDur  time.Duration
@@ -119,6 +124,7 @@ type evalEnv struct {
 	queryOffset  time.Duration
 	lifecycle    Lifecycle
 	grace        time.Duration
+	retention    time.Duration
 	warmStart    time.Duration
 	externalURL  *url.URL
 	record       func(ctx context.Context, ts time.Time, v promql.Vector) error
@@ -251,7 +257,7 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 		o := obs{lset: s.Metric, cond: condition{known: true, value: s.F}}
 		if r.Type == TypeAnomaly {
 			key := s.Metric.Hash()
-			ss := rs.series[key]
+			ss := rs.wake(key)
 			if ss == nil {
 				d, err := r.Detector.Config.(detect.UnivariateConfig).New()
 				if err != nil {
@@ -287,12 +293,7 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 		}
 		obsv = append(obsv, o)
 	}
-	// Release detectors of series gone for longer than the grace period.
-	for k, ss := range rs.series {
-		if ts.Sub(ss.lastSeen) > rs.group.env.grace {
-			delete(rs.series, k)
-		}
-	}
+	rs.release(ts)
 	return rs.apply(ctx, ts, obsv), nil
 }
 
@@ -350,7 +351,7 @@ func (rs *ruleState) warmStart(ctx context.Context, ts time.Time) {
 			continue
 		}
 		key := s.Metric.Hash()
-		ss := rs.series[key]
+		ss := rs.wake(key)
 		if ss == nil {
 			d, err := rs.rule.Detector.Config.(detect.UnivariateConfig).New()
 			if err != nil {
@@ -511,7 +512,7 @@ func (rs *ruleState) feedComposite(ts time.Time, vecs []promql.Vector, warm bool
 				h.observe(r, labels.NewBuilder(g).Set("signal", sig.Name).Labels(), TracePoint{T: ts, Value: sum})
 			}
 		}
-		ss := rs.series[key]
+		ss := rs.wake(key)
 		if ss == nil {
 			c, err := d.Config.(detect.CompositeConfig).New()
 			if err != nil {
@@ -556,12 +557,66 @@ func (rs *ruleState) feedComposite(ts time.Time, vecs []promql.Vector, warm bool
 		}
 		obsv = append(obsv, o)
 	}
+	rs.release(ts)
+	return obsv, nil
+}
+
+// release moves the detectors of series gone for longer than
+// series_grace out of the live set, where the API and the console count
+// them, into dormant, and forgets the dormant ones gone for longer than
+// series_retention. A series back within it has its detector woken with
+// what it had learnt (see wake). Before, it was forgotten at once: a
+// target down for six minutes, or a deploy that long, lost every
+// detector of its series, days of daily pattern, and they warmed up
+// again from nothing. rs.mu is held.
+func (rs *ruleState) release(ts time.Time) {
+	env := rs.group.env
 	for k, ss := range rs.series {
-		if ts.Sub(ss.lastSeen) > rs.group.env.grace {
-			delete(rs.series, k)
+		if ts.Sub(ss.lastSeen) <= env.grace {
+			continue
+		}
+		delete(rs.series, k)
+		if env.retention > env.grace {
+			if rs.dormant == nil {
+				rs.dormant = map[uint64]*seriesState{}
+			}
+			ss.run, ss.info = 0, nil // its anomalous run ended with it
+			rs.dormant[k] = ss
 		}
 	}
-	return obsv, nil
+	for k, ss := range rs.dormant {
+		if ts.Sub(ss.lastSeen) > env.retention {
+			delete(rs.dormant, k)
+		}
+	}
+}
+
+// wake returns the detector state of series key: live, or dormant and
+// back in the live set, or nil for a series not seen within
+// series_retention. rs.mu is held.
+func (rs *ruleState) wake(key uint64) *seriesState {
+	if ss := rs.series[key]; ss != nil {
+		return ss
+	}
+	ss := rs.dormant[key]
+	if ss != nil {
+		delete(rs.dormant, key)
+		rs.series[key] = ss
+	}
+	return ss
+}
+
+// allSeries yields every detector state, live and dormant.
+func (rs *ruleState) allSeries() iter.Seq2[uint64, *seriesState] {
+	return func(yield func(uint64, *seriesState) bool) {
+		for _, m := range []map[uint64]*seriesState{rs.series, rs.dormant} {
+			for k, ss := range m {
+				if !yield(k, ss) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // toSamples turns a query result into detector samples: per key (the

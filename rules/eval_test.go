@@ -470,20 +470,119 @@ func TestCompositeGroups(t *testing.T) {
 	require.Equal(t, model.StateFiring, m2.Alerts()[0].State)
 }
 
-func TestSeriesReleasedAfterGrace(t *testing.T) {
+// TestSeriesDormantAfterGrace: a series gone for longer than
+// series_grace leaves the live set, its detector kept dormant for
+// series_retention and woken, with what it had learnt, when the series
+// comes back. Gone longer than that, it is forgotten, and so it is at
+// once with series_retention 0. Dormant detectors are saved and restored
+// with the rest.
+func TestSeriesDormantAfterGrace(t *testing.T) {
 	present := true
 	lset := labels.FromStrings("__name__", "x")
 	src := vecSource(lset, func(string, time.Time) (float64, bool) { return 1, present })
-	m, cfg := newTestManager(t, src, &recorder{}, "", "groups: [{name: g, rules: [{anomaly: A, expr: x, detector: {type: fake}}]}]")
+	const rules = "groups: [{name: g, rules: [{anomaly: A, expr: x, detector: {type: fake}}]}]"
+	m, cfg := newTestManager(t, src, &recorder{}, "", rules)
 	ctx := context.Background()
 	require.NoError(t, m.EvalGroups(ctx, t0))
 	rs := m.groups[0].rules[0]
 	require.Len(t, rs.series, 1)
+	det := rs.series[lset.Hash()].det
 	present = false
 	require.NoError(t, m.EvalGroups(ctx, t0.Add(cfg.SeriesGrace)))
-	require.Len(t, rs.series, 1, "kept within the grace period")
+	require.Len(t, rs.series, 1, "live within the grace period")
 	require.NoError(t, m.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+time.Second)))
-	require.Empty(t, rs.series, "released after the grace period")
+	require.Empty(t, rs.series, "out of the live set after the grace period")
+	require.Len(t, rs.dormant, 1, "dormant")
+	live, dormant := m.detectorCounts()
+	require.Equal(t, [2]int{0, 1}, [2]int{live, dormant}, "seismo_rules_detectors")
+	require.Equal(t, 1, rs.api().Detector.Dormant, "the API's count")
+
+	present = true
+	back := t0.Add(time.Hour)
+	require.NoError(t, m.EvalGroups(ctx, back))
+	require.Empty(t, rs.dormant)
+	require.Same(t, det, rs.series[lset.Hash()].det, "the same detector, woken")
+
+	present = false
+	require.NoError(t, m.EvalGroups(ctx, back.Add(cfg.SeriesGrace+time.Second)))
+	require.Len(t, rs.dormant, 1)
+	require.NoError(t, m.EvalGroups(ctx, back.Add(cfg.SeriesRetention+time.Second)))
+	require.Empty(t, rs.dormant, "forgotten after series_retention")
+	present = true
+	require.NoError(t, m.EvalGroups(ctx, back.Add(cfg.SeriesRetention+2*time.Second)))
+	require.NotSame(t, det, rs.series[lset.Hash()].det, "a new detector")
+
+	// Saved and restored, and dormant again at the first evaluation
+	// without its series.
+	dataDir := t.TempDir()
+	present = true
+	m4, cfg4 := newTestManager(t, src, &recorder{}, dataDir, rules)
+	require.NoError(t, m4.EvalGroups(ctx, t0))
+	require.NoError(t, m4.EvalGroups(ctx, t0.Add(time.Second)))
+	present = false
+	require.NoError(t, m4.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+2*time.Second)))
+	require.Len(t, m4.groups[0].rules[0].dormant, 1)
+	require.NoError(t, m4.Save())
+	require.NoError(t, m4.Close())
+	m5, err := NewManager(Options{Source: src, Lookup: fakeLookup, Kinds: fakeKindNames, DataDir: dataDir})
+	require.NoError(t, err)
+	defer m5.Close()
+	require.NoError(t, m5.ApplyConfig(cfg4))
+	rs5 := m5.groups[0].rules[0]
+	require.NoError(t, m5.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+3*time.Second)))
+	require.Empty(t, rs5.series)
+	require.Len(t, rs5.dormant, 1, "restored dormant")
+	require.Equal(t, 2, rs5.dormant[lset.Hash()].det.(*fakeDetector).N, "with what it had seen")
+
+	// With series_retention 0 nothing is kept after series_grace.
+	present = true
+	cfg.SeriesRetention = 0
+	m3, err := NewManager(Options{Source: src, Lookup: fakeLookup, Kinds: fakeKindNames})
+	require.NoError(t, err)
+	defer m3.Close()
+	require.NoError(t, m3.ApplyConfig(cfg))
+	rs3 := m3.groups[0].rules[0]
+	require.NoError(t, m3.EvalGroups(ctx, t0))
+	present = false
+	require.NoError(t, m3.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+time.Second)))
+	require.Empty(t, rs3.series)
+	require.Empty(t, rs3.dormant)
+}
+
+// TestAutoKeepsItsDayAcrossAnOutage: a queue on a daily cycle, evaluated
+// every minute for three days, then gone for 30 minutes (its target
+// down) and back. Its auto detector comes back with the day it had
+// learnt: no warm-up, and no page for values the day explains. With
+// series_retention 0 it starts again from nothing.
+func TestAutoKeepsItsDayAcrossAnOutage(t *testing.T) {
+	lset := labels.FromStrings("__name__", "queue", "pool", "io")
+	const gone, back = 3*1440 + 600, 3*1440 + 630
+	rng := rand.New(rand.NewPCG(7, 8))
+	vals := make([]float64, back+120)
+	for i := range vals {
+		vals[i] = 50 + 10*math.Sin(2*math.Pi*float64(i)/1440) + rng.NormFloat64()
+	}
+	for _, retention := range []time.Duration{24 * time.Hour, 0} {
+		i := 0
+		rec := &recorder{}
+		m := autoQueueRule(t, vecSource(lset, func(string, time.Time) (float64, bool) { return vals[i], i < gone || i >= back }), rec)
+		cfg := m.cfg
+		cfg.SeriesRetention = retention
+		require.NoError(t, m.ApplyConfig(cfg))
+		rs := m.groups[0].rules[0]
+		for ; i < len(vals); i++ {
+			require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*time.Minute)))
+			if i == back {
+				state := rs.series[lset.Hash()].last.State
+				if retention > 0 {
+					require.Equal(t, detect.StateNormal, state, "back with what it learnt")
+				} else {
+					require.Equal(t, detect.StateWarmingUp, state, "forgotten")
+				}
+			}
+		}
+		require.Empty(t, rec.take(), "retention %s: no page", retention)
+	}
 }
 
 // TestRunLoop drives the evaluation loop on fake time: ticks land on the

@@ -340,6 +340,7 @@ func (m *Manager) newEnv(cfg Config, g *Group) *evalEnv {
 		queryOffset:  cmp.Or(g.QueryOffset, cfg.QueryOffset),
 		lifecycle:    cfg.lifecycle(),
 		grace:        cfg.SeriesGrace,
+		retention:    cfg.SeriesRetention,
 		warmStart:    cfg.WarmStart,
 		externalURL:  m.ext,
 		record:       m.opts.Record,
@@ -406,7 +407,7 @@ func transferState(old, next []*groupState) {
 			o.mu.Lock()
 			rs.alerts = o.alerts
 			if sameDetector(o.rule, rs.rule) {
-				rs.series = o.series
+				rs.series, rs.dormant = o.series, o.dormant
 			}
 			rs.lastEval, rs.evalDur, rs.lastErr = o.lastEval, o.evalDur, o.lastErr
 			o.mu.Unlock()
@@ -606,6 +607,23 @@ func (m *Manager) Groups() []*Group {
 
 // Alerts returns the current alerts (warming up, pending, firing and
 // recently resolved), sorted by rule and labels.
+// detectorCounts returns how many detectors the rules hold: live (their
+// series seen within series_grace) and dormant (see release).
+func (m *Manager) detectorCounts() (live, dormant int) {
+	m.mu.Lock()
+	groups := m.groups
+	m.mu.Unlock()
+	for _, g := range groups {
+		for _, rs := range g.rules {
+			rs.mu.Lock()
+			live += len(rs.series)
+			dormant += len(rs.dormant)
+			rs.mu.Unlock()
+		}
+	}
+	return live, dormant
+}
+
 func (m *Manager) Alerts() []*model.Alert {
 	m.mu.Lock()
 	groups := m.groups

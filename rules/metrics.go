@@ -61,6 +61,15 @@ func newManagerMetrics(set *metrics.Set, m *Manager) *managerMetrics {
 			return float64(n)
 		})
 	}
+	for _, st := range []string{"live", "dormant"} {
+		set.GetOrCreateGauge(fmt.Sprintf(`seismo_rules_detectors{state=%q}`, st), func() float64 {
+			live, dormant := m.detectorCounts()
+			if st == "live" {
+				return float64(live)
+			}
+			return float64(dormant)
+		})
+	}
 	return mm
 }
 

@@ -209,7 +209,9 @@ func (m *Manager) Save() error {
 
 func (rs *ruleState) snapshotDetectors() (map[uint64]*savedSeries, error) {
 	out := map[uint64]*savedSeries{}
-	for k, ss := range rs.series {
+	// Dormant detectors too: restored into the live set, they go back to
+	// dormant at the first evaluation that does not see their series.
+	for k, ss := range rs.allSeries() {
 		var m interface{ MarshalBinary() ([]byte, error) } = ss.det
 		if ss.comp != nil {
 			m = ss.comp

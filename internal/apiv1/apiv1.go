@@ -53,6 +53,9 @@ type Detector struct {
 	Signals map[string]string `json:"signals,omitempty"`
 	// Series is the number of detector instances (one per series).
 	Series int `json:"series"`
+	// Dormant counts the detectors kept for series gone for longer than
+	// rules.series_grace, in case they come back.
+	Dormant int `json:"dormant"`
 	// WarmingUp counts instances without enough history to judge.
 	WarmingUp int `json:"warmingUp"`
 	// Info lists current findings worth telling but not paging for (a
