@@ -27,7 +27,7 @@ func registerBench(app *kingpin.Application, cli *cliEnv) {
 	cmd.Flag("files", "Also print, per file, its score at the alert threshold (the detector's own, or --threshold), the windows it missed and when its false alarms came.").BoolVar(&o.files)
 	cmd.Flag("cross-validate", "Also print cross-validated scores: the threshold tuned on all categories but one (or on half of them) and scored on the held-out ones.").BoolVar(&o.crossValidate)
 	cmd.Flag("shifts", "Also run the corpus with its clock shifted by 1/N of an hour, N-1 more times, and print the standard score's mean and range: how much of it rests on where the data falls within the detector's hours.").Default("1").IntVar(&o.shifts)
-	cmd.Flag("probe", "Also run the corpus with its values changed and the windows as they were, and print the standard score: "+probeHelp()+". Repeatable.").PlaceHolder("KIND[=F]").StringsVar(&o.probes)
+	cmd.Flag("probe", "Also run the corpus with its values (or times) changed and the windows as they were, and print the standard score: "+probeHelp()+". Repeatable.").PlaceHolder("KIND[=F]").StringsVar(&o.probes)
 	cmd.Action(cli.action(func(ctx context.Context) error {
 		o.progress = isTerminal(cli.stderr)
 		return benchNAB(ctx, cli.stdout, cli.stderr, o)
@@ -318,7 +318,7 @@ func rowNumbered(c *nab.Corpus) int {
 // score of each next to the corpus as loaded: how much of the score
 // holds on metrics that differ from these in unit, offset or glitches.
 func printProbes(ctx context.Context, w io.Writer, c *nab.Corpus, newDetector func() (detect.Detector, error), threshold float64, report nab.Report, probes []nab.Probe) error {
-	fmt.Fprintf(w, "probes: the values changed, the windows as they were (standard profile, optimised / at the alert threshold)\n")
+	fmt.Fprintf(w, "probes: the values (or times) changed, the windows as they were (standard profile, optimised / at the alert threshold)\n")
 	fmt.Fprintf(w, "%-14s %7.2f  %7.2f\n", "as loaded", report.Optimized[0].Normalized, report.Fixed.Normalized)
 	for _, p := range probes {
 		if err := ctx.Err(); err != nil {

@@ -3,6 +3,7 @@ package nab
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,6 +30,7 @@ var ProbeKinds = []struct{ Name, Form, Doc string }{
 	{"wild", "wild=F", "set one value to F times the file's largest magnitude: a misread counter or a unit slip, at the first row from a third of the file on outside any window"},
 	{"step", "step=F", "multiply every value from the first row at a third of the file outside any window by F: a lasting change of scale, as a launch or a changed unit makes"},
 	{"zero", "zero=N", "set the values of N rows in a row to 0 from the first row at a third of the file outside any window: a restart, or missing data written as 0"},
+	{"jitter", "jitter=F", "move each row's time by up to F times the file's usual interval either way (0 < F < 0.5), the values as they were: timestamps taken when a scrape ran rather than when it was due"},
 }
 
 // ParseProbe reads a probe as the flag writes it: "mirror", or a kind,
@@ -66,6 +68,9 @@ func ParseProbe(s string) (Probe, error) {
 	if kind == "zero" && (f < 1 || f != math.Trunc(f)) {
 		return Probe{}, fmt.Errorf("probe %q: zero takes a whole number of rows, 1 or more", s)
 	}
+	if kind == "jitter" && !(f > 0 && f < 0.5) {
+		return Probe{}, fmt.Errorf("probe %q: jitter takes a share of the interval above 0 and below 0.5", s)
+	}
 	return Probe{Kind: kind, Factor: f}, nil
 }
 
@@ -77,17 +82,53 @@ func (p Probe) String() string {
 	return p.Kind + "=" + strconv.FormatFloat(p.Factor, 'g', -1, 64)
 }
 
-// Apply changes the values of every file of c (missing values stay
-// missing) and returns the function that puts them back.
+// Apply changes the values (or, for jitter, the times) of every file of
+// c (missing values stay missing) and returns the function that puts
+// them back.
 func (p Probe) Apply(c *Corpus) (restore func()) {
 	saved := make([][]float64, len(c.Files))
+	times := make([][]int64, len(c.Files))
 	for i, f := range c.Files {
 		saved[i] = append([]float64(nil), f.Values...)
+		times[i] = append([]int64(nil), f.Times...)
+		if p.Kind == "jitter" {
+			f.jitter(p.Factor, uint64(i))
+			continue
+		}
 		p.apply(f)
 	}
 	return func() {
 		for i, f := range c.Files {
 			copy(f.Values, saved[i])
+			copy(f.Times, times[i])
+		}
+	}
+}
+
+// jitter moves each row's time by up to share of the file's median
+// interval either way, by a fixed pseudo-random amount per file (seed)
+// and row, keeping the times increasing.
+func (f *File) jitter(share float64, seed uint64) {
+	if len(f.Times) < 2 {
+		return
+	}
+	gaps := make([]int64, len(f.Times)-1)
+	for i := range gaps {
+		gaps[i] = f.Times[i+1] - f.Times[i]
+	}
+	slices.Sort(gaps)
+	iv := float64(gaps[len(gaps)/2])
+	state := seed*0x9e3779b97f4a7c15 + 1
+	for i := range f.Times {
+		state += 0x9e3779b97f4a7c15 // splitmix64
+		z := state
+		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+		z = (z ^ z>>27) * 0x94d049bb133111eb
+		z ^= z >> 31
+		u := float64(z>>11)/(1<<53)*2 - 1 // in [-1, 1)
+		f.Times[i] += int64(math.Round(u * share * iv))
+		if i > 0 && f.Times[i] <= f.Times[i-1] {
+			f.Times[i] = f.Times[i-1] + 1
 		}
 	}
 }

@@ -18,7 +18,7 @@ func TestParseProbe(t *testing.T) {
 		{in: "mirror", want: Probe{"mirror", 0}},
 		{in: "wild=10", want: Probe{"wild", 10}},
 		{in: "step=0.5", want: Probe{"step", 0.5}},
-		{in: "shift=2", err: `probe "shift=2": unknown kind "shift" (want one of offset=F, scale=F, mirror, wild=F, step=F, zero=N)`},
+		{in: "shift=2", err: `probe "shift=2": unknown kind "shift" (want one of offset=F, scale=F, mirror, wild=F, step=F, zero=N, jitter=F)`},
 		{in: "offset", err: `probe "offset": offset needs a number (offset=F)`},
 		{in: "mirror=2", err: `probe "mirror=2": mirror takes no number`},
 		{in: "scale=x", err: `probe "scale=x": "x" is no finite number`},
@@ -27,6 +27,9 @@ func TestParseProbe(t *testing.T) {
 		{in: "zero=3", want: Probe{"zero", 3}},
 		{in: "zero=1.5", err: `probe "zero=1.5": zero takes a whole number of rows, 1 or more`},
 		{in: "zero=0", err: `probe "zero=0": zero takes a whole number of rows, 1 or more`},
+		{in: "jitter=0.02", want: Probe{"jitter", 0.02}},
+		{in: "jitter=0.5", err: `probe "jitter=0.5": jitter takes a share of the interval above 0 and below 0.5`},
+		{in: "jitter=-0.1", err: `probe "jitter=-0.1": jitter takes a share of the interval above 0 and below 0.5`},
 	} {
 		got, err := ParseProbe(tc.in)
 		if tc.err != "" {
@@ -41,12 +44,13 @@ func TestParseProbe(t *testing.T) {
 	require.Equal(t, Probe{"scale", 1e-9}, p, "String reads back")
 }
 
-// probeFile is 12 rows from 10 to 21, one missing, with a window over
-// rows 4 to 5.
+// probeFile is 12 rows 5 minutes apart from 10 to 21, one missing,
+// with a window over rows 4 to 5.
 func probeFile() *File {
 	f := &File{Name: "cat/f.csv", Windows: []Window{{First: 4, Last: 5}}}
 	for i := range 12 {
 		f.Values = append(f.Values, float64(10+i))
+		f.Times = append(f.Times, int64(i)*300_000)
 	}
 	f.Values[7] = math.NaN()
 	return f
@@ -87,6 +91,18 @@ func TestProbeApply(t *testing.T) {
 			require.Equal(t, 0.0, at(f, 8))
 			require.Equal(t, 19.0, at(f, 9), "three rows, the missing one among them")
 		}},
+		{Probe{"jitter", 0.02}, func(t *testing.T, f *File) {
+			moved := 0
+			for i, ts := range f.Times {
+				require.InDelta(t, i*300_000, ts, 0.02*300_000, "row %d", i)
+				require.True(t, i == 0 || ts > f.Times[i-1], "row %d after the one before", i)
+				if ts != int64(i)*300_000 {
+					moved++
+				}
+				require.Equal(t, probeFile().Values[i] == f.Values[i], !math.IsNaN(f.Values[i]), "row %d's value", i)
+			}
+			require.Greater(t, moved, 9, "most times moved")
+		}},
 	} {
 		t.Run(tc.probe.String(), func(t *testing.T) {
 			f := probeFile()
@@ -97,6 +113,7 @@ func TestProbeApply(t *testing.T) {
 			restore()
 			require.Equal(t, probeFile().Values[:7], f.Values[:7], "restored")
 			require.Equal(t, probeFile().Values[8:], f.Values[8:], "restored")
+			require.Equal(t, probeFile().Times, f.Times, "times restored")
 		})
 	}
 }
