@@ -30,7 +30,7 @@ var ProbeKinds = []struct{ Name, Form, Doc string }{
 	{"wild", "wild=F", "set one value to F times the file's largest magnitude: a misread counter or a unit slip, at the first row from a third of the file on outside any window"},
 	{"step", "step=F", "multiply every value from the first row at a third of the file outside any window by F: a lasting change of scale, as a launch or a changed unit makes"},
 	{"zero", "zero=N", "set the values of N rows in a row to 0 from the first row at a third of the file outside any window: a restart, or missing data written as 0"},
-	{"jitter", "jitter=F", "move each row's time by up to F times the file's usual interval either way (0 < F < 0.5), the values as they were: timestamps taken when a scrape ran rather than when it was due"},
+	{"jitter", "jitter=F", "move each row's time by up to F times the file's usual interval either way (0 < F < 0.5), in whole seconds as the corpus writes them, the values as they were: timestamps taken when a scrape ran rather than when it was due"},
 }
 
 // ParseProbe reads a probe as the flag writes it: "mirror", or a kind,
@@ -107,7 +107,7 @@ func (p Probe) Apply(c *Corpus) (restore func()) {
 
 // jitter moves each row's time by up to share of the file's median
 // interval either way, by a fixed pseudo-random amount per file (seed)
-// and row, keeping the times increasing.
+// and row, in whole seconds, keeping the times increasing.
 func (f *File) jitter(share float64, seed uint64) {
 	if len(f.Times) < 2 {
 		return
@@ -126,9 +126,10 @@ func (f *File) jitter(share float64, seed uint64) {
 		z = (z ^ z>>27) * 0x94d049bb133111eb
 		z ^= z >> 31
 		u := float64(z>>11)/(1<<53)*2 - 1 // in [-1, 1)
-		f.Times[i] += int64(math.Round(u * share * iv))
+		// Whole seconds, as the corpus's format writes times.
+		f.Times[i] += 1000 * int64(math.Round(u*share*iv/1000))
 		if i > 0 && f.Times[i] <= f.Times[i-1] {
-			f.Times[i] = f.Times[i-1] + 1
+			f.Times[i] = f.Times[i-1] + 1000
 		}
 	}
 }

@@ -95,6 +95,7 @@ func TestProbeApply(t *testing.T) {
 			moved := 0
 			for i, ts := range f.Times {
 				require.InDelta(t, i*300_000, ts, 0.02*300_000, "row %d", i)
+				require.Zero(t, ts%1000, "row %d in whole seconds", i)
 				require.True(t, i == 0 || ts > f.Times[i-1], "row %d after the one before", i)
 				if ts != int64(i)*300_000 {
 					moved++
