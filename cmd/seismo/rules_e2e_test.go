@@ -2,11 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -115,6 +121,102 @@ func TestBinaryRuleFileWatch(t *testing.T) {
 	p.waitLog(t, "rules loaded")
 	require.Equal(t, "seismo_rules_last_reload_successful 1", metricLine(t, base, "seismo_rules_last_reload_successful"))
 
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.wait(t))
+}
+
+// TestBinaryDetectorSurvivesTargetOutage scrapes a loopback target
+// every second into an auto rule (warm-up of 5 samples), takes the target
+// down for longer than series_grace (2s) and brings it back. While it is
+// down the rule's detector is dormant, not forgotten; back, the series is
+// judged at once instead of warming up again.
+func TestBinaryDetectorSurvivesTargetOutage(t *testing.T) {
+	bin := buildSeismo(t)
+	var down atomic.Bool
+	var n atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintf(w, "queue_length %d\n", 5+n.Add(1)%3)
+	}))
+	t.Cleanup(target.Close)
+	u, err := url.Parse(target.URL)
+	require.NoError(t, err)
+
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "seismo.yml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`data_dir: state
+http:
+  listen_address: 127.0.0.1:0
+log: {format: json}
+collectors:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  host: {enabled: false}
+  cgroup: {enabled: false}
+  scrape_configs:
+    - job_name: app
+      static_configs: [{targets: [%q]}]
+rules:
+  files: [queue.yml]
+  evaluation_interval: 1s
+  series_grace: 2s
+  series_retention: 1h
+  builtin: {enabled: false}
+`, u.Host)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "queue.yml"),
+		[]byte("groups: [{name: g, rules: [{anomaly: Queue, expr: queue_length, detector: {type: auto, warm_up: 5}}]}]\n"), 0o600))
+
+	p := startSeismo(t, bin, dir, nil, "run", "--config", cfgPath)
+	ready := p.waitLog(t, "agent ready")
+	base := "http://" + ready["listen_address"].(string)
+	type counts struct{ Series, Dormant, WarmingUp int }
+	detector := func() counts {
+		t.Helper()
+		code, body := do(t, "GET", base+"/api/v1/rules")
+		require.Equal(t, 200, code, body)
+		var resp struct {
+			Data struct {
+				Groups []struct {
+					Rules []struct {
+						Detector *counts `json:"detector"`
+					} `json:"rules"`
+				} `json:"groups"`
+			} `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &resp), body)
+		require.Len(t, resp.Data.Groups, 1, body)
+		d := resp.Data.Groups[0].Rules[0].Detector
+		require.NotNil(t, d, body)
+		return *d
+	}
+	waitFor := func(what string, ok func(counts) bool) counts {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			c := detector()
+			if ok(c) {
+				return c
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the detector stayed at %+v", what, c)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor("warm", func(c counts) bool { return c.Series == 1 && c.WarmingUp == 0 })
+
+	down.Store(true)
+	waitFor("dormant", func(c counts) bool { return c.Series == 0 && c.Dormant == 1 })
+	code, body := do(t, "GET", base+"/metrics")
+	require.Equal(t, 200, code)
+	require.Contains(t, body, `seismo_rules_detectors{state="dormant"} 1`)
+
+	down.Store(false)
+	back := waitFor("back", func(c counts) bool { return c.Series == 1 })
+	require.Equal(t, counts{Series: 1}, back, "woken with what it had learnt, not warming up")
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, p.wait(t))
 }
