@@ -549,6 +549,38 @@ func TestSeriesDormantAfterGrace(t *testing.T) {
 	require.Empty(t, rs3.dormant)
 }
 
+// TestCompositeDormant: a composite rule's group (here an instance)
+// whose first signal vanishes for longer than series_grace, while other
+// groups' goes on, keeps its detector dormant and wakes it when the
+// instance comes back.
+func TestCompositeDormant(t *testing.T) {
+	present := true
+	src := &fakeSource{instant: func(q string, ts time.Time) (promql.Vector, error) {
+		vec := promql.Vector{{Metric: labels.FromStrings("instance", "i2"), F: 1}}
+		if present {
+			vec = append(vec, promql.Sample{Metric: labels.FromStrings("instance", "i1"), F: 1})
+		}
+		return vec, nil
+	}}
+	m, cfg := newTestManager(t, src, &recorder{}, "", "groups: [{name: g, rules: [{anomaly: S, detector: {type: fakecomp, a: a, b: b}}]}]")
+	ctx := context.Background()
+	require.NoError(t, m.EvalGroups(ctx, t0))
+	rs := m.groups[0].rules[0]
+	require.Len(t, rs.series, 2)
+	i1 := labels.FromStrings("instance", "i1").Hash()
+	comp := rs.series[i1].comp
+	present = false
+	require.NoError(t, m.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+time.Second)))
+	require.Len(t, rs.series, 1)
+	require.Len(t, rs.dormant, 1)
+	require.Same(t, comp, rs.dormant[i1].comp)
+	present = true
+	require.NoError(t, m.EvalGroups(ctx, t0.Add(time.Hour)))
+	require.Empty(t, rs.dormant)
+	require.Same(t, comp, rs.series[i1].comp, "woken")
+	require.Equal(t, 2, comp.(*fakeComposite).N, "with what it had seen")
+}
+
 // TestAutoKeepsItsDayAcrossAnOutage: a queue on a daily cycle, evaluated
 // every minute for three days, then gone for 30 minutes (its target
 // down) and back. Its auto detector comes back with the day it had
