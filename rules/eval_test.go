@@ -96,6 +96,19 @@ func newTestManager(t *testing.T, src *fakeSource, rec *recorder, dataDir string
 	return m, cfg
 }
 
+// reopen saves m's state, closes it, and returns a new manager on the
+// same data directory with cfg applied, as a restarted agent has.
+func reopen(t *testing.T, m *Manager, src *fakeSource, dataDir string, cfg Config) *Manager {
+	t.Helper()
+	require.NoError(t, m.Save())
+	require.NoError(t, m.Close())
+	m2, err := NewManager(Options{Source: src, Lookup: fakeLookup, Kinds: fakeKindNames, DataDir: dataDir})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m2.Close() })
+	require.NoError(t, m2.ApplyConfig(cfg))
+	return m2
+}
+
 func TestLifecycle(t *testing.T) {
 	lset := labels.FromStrings("__name__", "x", "instance", "a")
 	// step: series value (<0 means absent), state after the evaluation,
@@ -460,12 +473,7 @@ func TestCompositeGroups(t *testing.T) {
 	require.Equal(t, []float64{1, 50}, sent[0].Recent)
 
 	// Group detectors are saved and restored per group.
-	require.NoError(t, m.Save())
-	require.NoError(t, m.Close())
-	m2, err := NewManager(Options{Source: src, Lookup: fakeLookup, Kinds: fakeKindNames, DataDir: dataDir})
-	require.NoError(t, err)
-	defer m2.Close()
-	require.NoError(t, m2.ApplyConfig(cfg))
+	m2 := reopen(t, m, src, dataDir, cfg)
 	require.Len(t, m2.groups[0].rules[0].series, 2)
 	require.Equal(t, model.StateFiring, m2.Alerts()[0].State)
 }
@@ -522,12 +530,7 @@ func TestSeriesDormantAfterGrace(t *testing.T) {
 	present = false
 	require.NoError(t, m4.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+2*time.Second)))
 	require.Len(t, m4.groups[0].rules[0].dormant, 1)
-	require.NoError(t, m4.Save())
-	require.NoError(t, m4.Close())
-	m5, err := NewManager(Options{Source: src, Lookup: fakeLookup, Kinds: fakeKindNames, DataDir: dataDir})
-	require.NoError(t, err)
-	defer m5.Close()
-	require.NoError(t, m5.ApplyConfig(cfg4))
+	m5 := reopen(t, m4, src, dataDir, cfg4)
 	rs5 := m5.groups[0].rules[0]
 	require.NoError(t, m5.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+3*time.Second)))
 	require.Empty(t, rs5.series)
