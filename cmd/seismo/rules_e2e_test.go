@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -217,6 +218,119 @@ rules:
 	down.Store(false)
 	back := waitFor("back", func(c counts) bool { return c.Series == 1 })
 	require.Equal(t, counts{Series: 1}, back, "woken with what it had learnt, not warming up")
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 0, p.wait(t))
+}
+
+// TestBinaryRestartMaskRecipe checks the recipe docs/rules.md gives for
+// restarts: a rule whose expression drops its series while the target's
+// process_start_time_seconds is recent neither pages the restart nor
+// learns it. The target restarts (its start time moves to now, and its
+// queue reads 0 for three seconds, far below its 5 to 7): the plain rule
+// pages the drop, the masked one stays quiet.
+func TestBinaryRestartMaskRecipe(t *testing.T) {
+	bin := buildSeismo(t)
+	var mu sync.Mutex
+	start, zeroUntil := float64(time.Now().Add(-time.Hour).Unix()), time.Time{}
+	var n atomic.Int64
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		q := 5 + n.Add(1)%3
+		if time.Now().Before(zeroUntil) {
+			q = 0
+		}
+		fmt.Fprintf(w, "queue_length %d\nprocess_start_time_seconds %g\n", q, start)
+	}))
+	t.Cleanup(target.Close)
+	u, err := url.Parse(target.URL)
+	require.NoError(t, err)
+
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "seismo.yml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`data_dir: state
+http:
+  listen_address: 127.0.0.1:0
+log: {format: json, level: debug}
+collectors:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  host: {enabled: false}
+  cgroup: {enabled: false}
+  scrape_configs:
+    - job_name: app
+      static_configs: [{targets: [%q]}]
+rules:
+  files: [queue.yml]
+  evaluation_interval: 1s
+  builtin: {enabled: false}
+`, u.Host)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "queue.yml"), []byte(`groups:
+  - name: g
+    rules:
+      - anomaly: Queue
+        expr: queue_length
+        detector: {type: auto, warm_up: 5}
+      - anomaly: QueueMasked
+        expr: queue_length unless on(instance) (time() - process_start_time_seconds < 6)
+        detector: {type: auto, warm_up: 5}
+`), 0o600))
+
+	p := startSeismo(t, bin, dir, nil, "run", "--config", cfgPath)
+	ready := p.waitLog(t, "agent ready")
+	base := "http://" + ready["listen_address"].(string)
+	// Every alert handed to the notifier, read off the debug log (which
+	// must be drained as it comes).
+	sent := make(chan string, 64)
+	go func() {
+		defer close(sent)
+		for m := range p.logs {
+			if m["msg"] == "alert sent" && m["state"] == "firing" {
+				sent <- m["alertname"].(string)
+			}
+		}
+	}()
+	warm := func() bool {
+		code, body := do(t, "GET", base+"/api/v1/rules")
+		require.Equal(t, 200, code, body)
+		var resp struct {
+			Data struct {
+				Groups []struct {
+					Rules []struct {
+						Detector struct{ Series, WarmingUp int } `json:"detector"`
+					} `json:"rules"`
+				} `json:"groups"`
+			} `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &resp), body)
+		for _, r := range resp.Data.Groups[0].Rules {
+			if r.Detector.Series != 1 || r.Detector.WarmingUp != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !warm() {
+		require.True(t, time.Now().Before(deadline), "the detectors did not warm up")
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	mu.Lock()
+	start, zeroUntil = float64(time.Now().Unix()), time.Now().Add(3*time.Second)
+	mu.Unlock()
+	var got []string
+	quiet := time.After(12 * time.Second) // the mask's 6 s and more
+	for done := false; !done; {
+		select {
+		case name := <-sent:
+			got = append(got, name)
+		case <-quiet:
+			done = true
+		}
+	}
+	require.Contains(t, got, "Queue", "the restart's zeros page the plain rule")
+	require.NotContains(t, got, "QueueMasked", "the masked rule pages nothing")
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, p.wait(t))
 }
