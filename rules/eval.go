@@ -58,6 +58,9 @@ type seriesState struct {
 	// run counts consecutive anomalous verdicts (spike vs level shift).
 	run    int
 	recent []float64
+	// snap is a dormant detector's state (see release): det and comp are
+	// nil meanwhile, and a snapshot is smaller than the detector.
+	snap []byte
 }
 
 func (s *seriesState) push(v float64) {
@@ -576,13 +579,19 @@ func (rs *ruleState) release(ts time.Time) {
 			continue
 		}
 		delete(rs.series, k)
-		if env.retention > env.grace {
-			if rs.dormant == nil {
-				rs.dormant = map[uint64]*seriesState{}
-			}
-			ss.run, ss.info = 0, nil // its anomalous run ended with it
-			rs.dormant[k] = ss
+		if env.retention <= env.grace {
+			continue
 		}
+		b, err := ss.marshal()
+		if err != nil {
+			continue // forgotten, as before there were dormant detectors
+		}
+		if rs.dormant == nil {
+			rs.dormant = map[uint64]*seriesState{}
+		}
+		// Kept as its snapshot; its anomalous run ended with the series.
+		ss.det, ss.comp, ss.snap, ss.run, ss.info = nil, nil, b, 0, nil
+		rs.dormant[k] = ss
 	}
 	for k, ss := range rs.dormant {
 		if ts.Sub(ss.lastSeen) > env.retention {
@@ -592,17 +601,22 @@ func (rs *ruleState) release(ts time.Time) {
 }
 
 // wake returns the detector state of series key: live, or dormant and
-// back in the live set, or nil for a series not seen within
-// series_retention. rs.mu is held.
+// restored into the live set, or nil for a series not seen within
+// series_retention (or whose snapshot does not restore). rs.mu is held.
 func (rs *ruleState) wake(key uint64) *seriesState {
 	if ss := rs.series[key]; ss != nil {
 		return ss
 	}
 	ss := rs.dormant[key]
-	if ss != nil {
-		delete(rs.dormant, key)
-		rs.series[key] = ss
+	if ss == nil {
+		return nil
 	}
+	delete(rs.dormant, key)
+	if !rs.restore(ss, ss.snap) {
+		return nil
+	}
+	ss.snap = nil
+	rs.series[key] = ss
 	return ss
 }
 

@@ -494,13 +494,15 @@ func TestSeriesDormantAfterGrace(t *testing.T) {
 	require.NoError(t, m.EvalGroups(ctx, t0))
 	rs := m.groups[0].rules[0]
 	require.Len(t, rs.series, 1)
-	det := rs.series[lset.Hash()].det
+	seen := func() int { return rs.series[lset.Hash()].det.(*fakeDetector).N } // samples its detector saw
 	present = false
 	require.NoError(t, m.EvalGroups(ctx, t0.Add(cfg.SeriesGrace)))
 	require.Len(t, rs.series, 1, "live within the grace period")
 	require.NoError(t, m.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+time.Second)))
 	require.Empty(t, rs.series, "out of the live set after the grace period")
 	require.Len(t, rs.dormant, 1, "dormant")
+	require.NotEmpty(t, rs.dormant[lset.Hash()].snap, "kept as its snapshot")
+	require.Nil(t, rs.dormant[lset.Hash()].det)
 	live, dormant := m.detectorCounts()
 	require.Equal(t, [2]int{0, 1}, [2]int{live, dormant}, "seismo_rules_detectors")
 	require.Equal(t, 1, rs.api().Detector.Dormant, "the API's count")
@@ -509,7 +511,7 @@ func TestSeriesDormantAfterGrace(t *testing.T) {
 	back := t0.Add(time.Hour)
 	require.NoError(t, m.EvalGroups(ctx, back))
 	require.Empty(t, rs.dormant)
-	require.Same(t, det, rs.series[lset.Hash()].det, "the same detector, woken")
+	require.Equal(t, 2, seen(), "woken with the sample it had seen")
 
 	present = false
 	require.NoError(t, m.EvalGroups(ctx, back.Add(cfg.SeriesGrace+time.Second)))
@@ -518,7 +520,7 @@ func TestSeriesDormantAfterGrace(t *testing.T) {
 	require.Empty(t, rs.dormant, "forgotten after series_retention")
 	present = true
 	require.NoError(t, m.EvalGroups(ctx, back.Add(cfg.SeriesRetention+2*time.Second)))
-	require.NotSame(t, det, rs.series[lset.Hash()].det, "a new detector")
+	require.Equal(t, 1, seen(), "a new detector")
 
 	// Saved and restored, and dormant again at the first evaluation
 	// without its series.
@@ -535,7 +537,9 @@ func TestSeriesDormantAfterGrace(t *testing.T) {
 	require.NoError(t, m5.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+3*time.Second)))
 	require.Empty(t, rs5.series)
 	require.Len(t, rs5.dormant, 1, "restored dormant")
-	require.Equal(t, 2, rs5.dormant[lset.Hash()].det.(*fakeDetector).N, "with what it had seen")
+	present = true
+	require.NoError(t, m5.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+4*time.Second)))
+	require.Equal(t, 3, rs5.series[lset.Hash()].det.(*fakeDetector).N, "woken with the two samples it had seen")
 
 	// With series_retention 0 nothing is kept after series_grace.
 	present = true
@@ -571,17 +575,15 @@ func TestCompositeDormant(t *testing.T) {
 	rs := m.groups[0].rules[0]
 	require.Len(t, rs.series, 2)
 	i1 := labels.FromStrings("instance", "i1").Hash()
-	comp := rs.series[i1].comp
 	present = false
 	require.NoError(t, m.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+time.Second)))
 	require.Len(t, rs.series, 1)
 	require.Len(t, rs.dormant, 1)
-	require.Same(t, comp, rs.dormant[i1].comp)
+	require.NotEmpty(t, rs.dormant[i1].snap)
 	present = true
 	require.NoError(t, m.EvalGroups(ctx, t0.Add(time.Hour)))
 	require.Empty(t, rs.dormant)
-	require.Same(t, comp, rs.series[i1].comp, "woken")
-	require.Equal(t, 2, comp.(*fakeComposite).N, "with what it had seen")
+	require.Equal(t, 2, rs.series[i1].comp.(*fakeComposite).N, "woken with what it had seen")
 }
 
 // TestAutoKeepsItsDayAcrossAnOutage: a queue on a daily cycle, evaluated

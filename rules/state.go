@@ -117,25 +117,43 @@ func (st *savedState) apply(groups []*groupState) {
 // restoreDetectors rebuilds detector instances from snapshots; a snapshot
 // that does not restore is dropped (that detector starts cold).
 func (rs *ruleState) restoreDetectors(saved map[uint64]*savedSeries) {
-	d := rs.rule.Detector
 	for key, s := range saved {
 		ss := &seriesState{labels: s.Labels, lastSeen: s.LastSeen, run: s.Run, recent: s.Recent, last: s.Last}
-		if d.Composite() {
-			c, err := d.Config.(detect.CompositeConfig).New()
-			if err != nil || c.UnmarshalBinary(s.State) != nil {
-				continue
-			}
-			ss.comp = c
+		if rs.restore(ss, s.State) {
 			rs.series[key] = ss
-			continue
 		}
-		det, err := d.Config.(detect.UnivariateConfig).New()
-		if err != nil || det.UnmarshalBinary(s.State) != nil {
-			continue
-		}
-		ss.det = det
-		rs.series[key] = ss
 	}
+}
+
+// restore gives ss a detector of the rule's kind restored from state,
+// and reports whether state restored.
+func (rs *ruleState) restore(ss *seriesState, state []byte) bool {
+	d := rs.rule.Detector
+	if d.Composite() {
+		c, err := d.Config.(detect.CompositeConfig).New()
+		if err != nil || c.UnmarshalBinary(state) != nil {
+			return false
+		}
+		ss.comp = c
+		return true
+	}
+	det, err := d.Config.(detect.UnivariateConfig).New()
+	if err != nil || det.UnmarshalBinary(state) != nil {
+		return false
+	}
+	ss.det = det
+	return true
+}
+
+// marshal returns ss's detector state: its snapshot while dormant.
+func (ss *seriesState) marshal() ([]byte, error) {
+	switch {
+	case ss.snap != nil:
+		return ss.snap, nil
+	case ss.comp != nil:
+		return ss.comp.MarshalBinary()
+	}
+	return ss.det.MarshalBinary()
 }
 
 // Save writes every alert state and detector snapshot to the data
@@ -212,11 +230,7 @@ func (rs *ruleState) snapshotDetectors() (map[uint64]*savedSeries, error) {
 	// Dormant detectors too: restored into the live set, they go back to
 	// dormant at the first evaluation that does not see their series.
 	for k, ss := range rs.allSeries() {
-		var m interface{ MarshalBinary() ([]byte, error) } = ss.det
-		if ss.comp != nil {
-			m = ss.comp
-		}
-		b, err := m.MarshalBinary()
+		b, err := ss.marshal()
 		if err != nil {
 			return nil, fmt.Errorf("rules: snapshot detector of %q: %w", rs.rule.Name, err)
 		}
