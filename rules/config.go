@@ -33,8 +33,8 @@ type Config struct {
 	SeriesGrace time.Duration `koanf:"series_grace"`
 	// SeriesRetention is how long a vanished series' detector is kept,
 	// dormant, after that, so that a series back from a target's outage
-	// or a deploy is judged with what its detector had learnt. 0 (or no
-	// more than series_grace) forgets it after series_grace.
+	// or a deploy is judged with what its detector had learnt. 0 forgets
+	// it after series_grace; any other value must exceed series_grace.
 	SeriesRetention time.Duration `koanf:"series_retention"`
 	// SnapshotInterval is how often detector and alert state is saved to
 	// the data directory (also saved on shutdown).
@@ -113,8 +113,8 @@ func (c *Config) Validate() error {
 	if c.QueryOffset < 0 {
 		errs.Addf("query_offset", "must not be negative, got %s", c.QueryOffset)
 	}
-	if c.SeriesRetention < 0 {
-		errs.Addf("series_retention", "must not be negative, got %s", c.SeriesRetention)
+	if c.SeriesRetention < 0 || c.SeriesRetention > 0 && c.SeriesRetention <= c.SeriesGrace {
+		errs.Addf("series_retention", "must be 0 (keep no dormant detectors) or longer than series_grace (%s), got %s", c.SeriesGrace, c.SeriesRetention)
 	}
 	if c.WarmStart < 0 {
 		errs.Addf("warm_start", "must not be negative, got %s", c.WarmStart)

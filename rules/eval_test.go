@@ -541,6 +541,13 @@ func TestSeriesDormantAfterGrace(t *testing.T) {
 	require.NoError(t, m5.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+4*time.Second)))
 	require.Equal(t, 3, rs5.series[lset.Hash()].det.(*fakeDetector).N, "woken with the two samples it had seen")
 
+	// A retention within the grace period is refused, naming both.
+	bad := cfg
+	bad.SeriesRetention = time.Minute
+	require.ErrorContains(t, bad.Validate(), "series_retention: must be 0 (keep no dormant detectors) or longer than series_grace (5m0s), got 1m0s")
+	bad.SeriesRetention = -time.Hour
+	require.ErrorContains(t, bad.Validate(), "series_retention: must be 0")
+
 	// With series_retention 0 nothing is kept after series_grace.
 	present = true
 	cfg.SeriesRetention = 0
