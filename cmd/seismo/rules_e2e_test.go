@@ -126,13 +126,101 @@ func TestBinaryRuleFileWatch(t *testing.T) {
 	require.Equal(t, 0, p.wait(t))
 }
 
+// detectorCounts is a rule's detector as /api/v1/rules reports it.
+type detectorCounts struct{ Series, Dormant, WarmingUp int }
+
+// startScraping runs the binary scraping target every second into the
+// rule file ruleFile, evaluated every second, logging JSON at logLevel;
+// rulesExtra adds lines to the rules section. It returns the process and
+// its base URL.
+func startScraping(t *testing.T, target *httptest.Server, logLevel, rulesExtra, ruleFile string) (*proc, string) {
+	t.Helper()
+	bin := buildSeismo(t)
+	u, err := url.Parse(target.URL)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "seismo.yml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`data_dir: state
+http:
+  listen_address: 127.0.0.1:0
+log: {format: json, level: %s}
+collectors:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  host: {enabled: false}
+  cgroup: {enabled: false}
+  scrape_configs:
+    - job_name: app
+      static_configs: [{targets: [%q]}]
+rules:
+  files: [rules.yml]
+  evaluation_interval: 1s
+  builtin: {enabled: false}
+%s`, logLevel, u.Host, rulesExtra)), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rules.yml"), []byte(ruleFile), 0o600))
+	p := startSeismo(t, bin, dir, nil, "run", "--config", cfgPath)
+	ready := p.waitLog(t, "agent ready")
+	return p, "http://" + ready["listen_address"].(string)
+}
+
+// ruleDetectors returns the detector of each rule of the agent's one
+// group.
+func ruleDetectors(t *testing.T, base string) []detectorCounts {
+	t.Helper()
+	code, body := do(t, "GET", base+"/api/v1/rules")
+	require.Equal(t, 200, code, body)
+	var resp struct {
+		Data struct {
+			Groups []struct {
+				Rules []struct {
+					Detector *detectorCounts `json:"detector"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &resp), body)
+	require.Len(t, resp.Data.Groups, 1, body)
+	var out []detectorCounts
+	for _, r := range resp.Data.Groups[0].Rules {
+		require.NotNil(t, r.Detector, body)
+		out = append(out, *r.Detector)
+	}
+	return out
+}
+
+// waitDetectors polls the rules' detectors until ok accepts them, and
+// returns them. The deadline only guards against a hung test.
+func waitDetectors(t *testing.T, base, what string, ok func([]detectorCounts) bool) []detectorCounts {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ds := ruleDetectors(t, base)
+		if ok(ds) {
+			return ds
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the detectors stayed at %+v", what, ds)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// warm reports whether every rule's detector has its series and judges.
+func warm(ds []detectorCounts) bool {
+	for _, d := range ds {
+		if d.Series != 1 || d.WarmingUp != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // TestBinaryDetectorSurvivesTargetOutage scrapes a loopback target
 // every second into an auto rule (warm-up of 5 samples), takes the target
 // down for longer than series_grace (2s) and brings it back. While it is
 // down the rule's detector is dormant, not forgotten; back, the series is
 // judged at once instead of warming up again.
 func TestBinaryDetectorSurvivesTargetOutage(t *testing.T) {
-	bin := buildSeismo(t)
 	var down atomic.Bool
 	var n atomic.Int64
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -143,81 +231,19 @@ func TestBinaryDetectorSurvivesTargetOutage(t *testing.T) {
 		fmt.Fprintf(w, "queue_length %d\n", 5+n.Add(1)%3)
 	}))
 	t.Cleanup(target.Close)
-	u, err := url.Parse(target.URL)
-	require.NoError(t, err)
+	p, base := startScraping(t, target, "info", "  series_grace: 2s\n  series_retention: 1h\n",
+		"groups: [{name: g, rules: [{anomaly: Queue, expr: queue_length, detector: {type: auto, warm_up: 5}}]}]\n")
 
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "seismo.yml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`data_dir: state
-http:
-  listen_address: 127.0.0.1:0
-log: {format: json}
-collectors:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  host: {enabled: false}
-  cgroup: {enabled: false}
-  scrape_configs:
-    - job_name: app
-      static_configs: [{targets: [%q]}]
-rules:
-  files: [queue.yml]
-  evaluation_interval: 1s
-  series_grace: 2s
-  series_retention: 1h
-  builtin: {enabled: false}
-`, u.Host)), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "queue.yml"),
-		[]byte("groups: [{name: g, rules: [{anomaly: Queue, expr: queue_length, detector: {type: auto, warm_up: 5}}]}]\n"), 0o600))
-
-	p := startSeismo(t, bin, dir, nil, "run", "--config", cfgPath)
-	ready := p.waitLog(t, "agent ready")
-	base := "http://" + ready["listen_address"].(string)
-	type counts struct{ Series, Dormant, WarmingUp int }
-	detector := func() counts {
-		t.Helper()
-		code, body := do(t, "GET", base+"/api/v1/rules")
-		require.Equal(t, 200, code, body)
-		var resp struct {
-			Data struct {
-				Groups []struct {
-					Rules []struct {
-						Detector *counts `json:"detector"`
-					} `json:"rules"`
-				} `json:"groups"`
-			} `json:"data"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(body), &resp), body)
-		require.Len(t, resp.Data.Groups, 1, body)
-		d := resp.Data.Groups[0].Rules[0].Detector
-		require.NotNil(t, d, body)
-		return *d
-	}
-	waitFor := func(what string, ok func(counts) bool) counts {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			c := detector()
-			if ok(c) {
-				return c
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the detector stayed at %+v", what, c)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	waitFor("warm", func(c counts) bool { return c.Series == 1 && c.WarmingUp == 0 })
-
+	waitDetectors(t, base, "warm", warm)
 	down.Store(true)
-	waitFor("dormant", func(c counts) bool { return c.Series == 0 && c.Dormant == 1 })
+	waitDetectors(t, base, "dormant", func(ds []detectorCounts) bool { return ds[0].Series == 0 && ds[0].Dormant == 1 })
 	code, body := do(t, "GET", base+"/metrics")
 	require.Equal(t, 200, code)
 	require.Contains(t, body, `seismo_rules_detectors{state="dormant"} 1`)
 
 	down.Store(false)
-	back := waitFor("back", func(c counts) bool { return c.Series == 1 })
-	require.Equal(t, counts{Series: 1}, back, "woken with what it had learnt, not warming up")
+	back := waitDetectors(t, base, "back", func(ds []detectorCounts) bool { return ds[0].Series == 1 })
+	require.Equal(t, detectorCounts{Series: 1}, back[0], "woken with what it had learnt, not warming up")
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 0, p.wait(t))
 }
@@ -229,7 +255,6 @@ rules:
 // queue reads 0 for three seconds, far below its 5 to 7): the plain rule
 // pages the drop, the masked one stays quiet.
 func TestBinaryRestartMaskRecipe(t *testing.T) {
-	bin := buildSeismo(t)
 	var mu sync.Mutex
 	start, zeroUntil := float64(time.Now().Add(-time.Hour).Unix()), time.Time{}
 	var n atomic.Int64
@@ -243,29 +268,7 @@ func TestBinaryRestartMaskRecipe(t *testing.T) {
 		fmt.Fprintf(w, "queue_length %d\nprocess_start_time_seconds %g\n", q, start)
 	}))
 	t.Cleanup(target.Close)
-	u, err := url.Parse(target.URL)
-	require.NoError(t, err)
-
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "seismo.yml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`data_dir: state
-http:
-  listen_address: 127.0.0.1:0
-log: {format: json, level: debug}
-collectors:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-  host: {enabled: false}
-  cgroup: {enabled: false}
-  scrape_configs:
-    - job_name: app
-      static_configs: [{targets: [%q]}]
-rules:
-  files: [queue.yml]
-  evaluation_interval: 1s
-  builtin: {enabled: false}
-`, u.Host)), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "queue.yml"), []byte(`groups:
+	p, base := startScraping(t, target, "debug", "", `groups:
   - name: g
     rules:
       - anomaly: Queue
@@ -274,11 +277,7 @@ rules:
       - anomaly: QueueMasked
         expr: queue_length unless on(instance) (time() - process_start_time_seconds < 6)
         detector: {type: auto, warm_up: 5}
-`), 0o600))
-
-	p := startSeismo(t, bin, dir, nil, "run", "--config", cfgPath)
-	ready := p.waitLog(t, "agent ready")
-	base := "http://" + ready["listen_address"].(string)
+`)
 	// Every alert handed to the notifier, read off the debug log (which
 	// must be drained as it comes).
 	sent := make(chan string, 64)
@@ -290,31 +289,7 @@ rules:
 			}
 		}
 	}()
-	warm := func() bool {
-		code, body := do(t, "GET", base+"/api/v1/rules")
-		require.Equal(t, 200, code, body)
-		var resp struct {
-			Data struct {
-				Groups []struct {
-					Rules []struct {
-						Detector struct{ Series, WarmingUp int } `json:"detector"`
-					} `json:"rules"`
-				} `json:"groups"`
-			} `json:"data"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(body), &resp), body)
-		for _, r := range resp.Data.Groups[0].Rules {
-			if r.Detector.Series != 1 || r.Detector.WarmingUp != 0 {
-				return false
-			}
-		}
-		return true
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !warm() {
-		require.True(t, time.Now().Before(deadline), "the detectors did not warm up")
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitDetectors(t, base, "warm", warm)
 
 	mu.Lock()
 	start, zeroUntil = float64(time.Now().Unix()), time.Now().Add(3*time.Second)
