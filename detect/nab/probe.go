@@ -3,6 +3,7 @@ package nab
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,14 +119,9 @@ func (f *File) jitter(share float64, seed uint64) {
 	}
 	slices.Sort(gaps)
 	iv := float64(gaps[len(gaps)/2])
-	state := seed*0x9e3779b97f4a7c15 + 1
+	rng := rand.New(rand.NewPCG(seed, 1))
 	for i := range f.Times {
-		state += 0x9e3779b97f4a7c15 // splitmix64
-		z := state
-		z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-		z = (z ^ z>>27) * 0x94d049bb133111eb
-		z ^= z >> 31
-		u := float64(z>>11)/(1<<53)*2 - 1 // in [-1, 1)
+		u := rng.Float64()*2 - 1 // in [-1, 1)
 		// Whole seconds, as the corpus's format writes times.
 		f.Times[i] += 1000 * int64(math.Round(u*share*iv/1000))
 		if i > 0 && f.Times[i] <= f.Times[i-1] {
