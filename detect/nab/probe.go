@@ -31,6 +31,7 @@ var ProbeKinds = []struct{ Name, Form, Doc string }{
 	{"wild", "wild=F", "set one value to F times the file's largest magnitude: a misread counter or a unit slip, at the first row from a third of the file on outside any window"},
 	{"step", "step=F", "multiply every value from the first row at a third of the file outside any window by F: a lasting change of scale, as a launch or a changed unit makes"},
 	{"zero", "zero=N", "set the values of N rows in a row to 0 from the first row at a third of the file outside any window: a restart, or missing data written as 0"},
+	{"gaps", "gaps=F", "blank F of the rows outside the windows (0 < F < 0.5), in runs of 1 to 64 rows, as many runs of each length: missed scrapes, and outages of a target or of the agent"},
 	{"jitter", "jitter=F", "move each row's time by up to F times the file's usual interval either way (0 < F < 0.5), in whole seconds as the corpus writes them, the values as they were: timestamps taken when a scrape ran rather than when it was due"},
 }
 
@@ -69,6 +70,9 @@ func ParseProbe(s string) (Probe, error) {
 	if kind == "zero" && (f < 1 || f != math.Trunc(f)) {
 		return Probe{}, fmt.Errorf("probe %q: zero takes a whole number of rows, 1 or more", s)
 	}
+	if kind == "gaps" && !(f > 0 && f < 0.5) {
+		return Probe{}, fmt.Errorf("probe %q: gaps takes a share of the rows above 0 and below 0.5", s)
+	}
 	if kind == "jitter" && !(f > 0 && f < 0.5) {
 		return Probe{}, fmt.Errorf("probe %q: jitter takes a share of the interval above 0 and below 0.5", s)
 	}
@@ -92,8 +96,12 @@ func (p Probe) Apply(c *Corpus) (restore func()) {
 	for i, f := range c.Files {
 		saved[i] = append([]float64(nil), f.Values...)
 		times[i] = append([]int64(nil), f.Times...)
-		if p.Kind == "jitter" {
+		switch p.Kind {
+		case "jitter":
 			f.jitter(p.Factor, uint64(i))
+			continue
+		case "gaps":
+			f.gaps(p.Factor, uint64(i))
 			continue
 		}
 		p.apply(f)
@@ -128,6 +136,43 @@ func (f *File) jitter(share float64, seed uint64) {
 			f.Times[i] = f.Times[i-1] + 1000
 		}
 	}
+}
+
+// gaps blanks share of the rows outside the windows (their values made
+// NaN, as a missed scrape reads), in runs of 1, 2, 4, … 64 rows drawn
+// with equal chance, each run starting at a pseudo-random row (seed)
+// and cut short at a window or a blank row. A run that starts in a
+// window or on a blank row is drawn again, up to a bound.
+func (f *File) gaps(share float64, seed uint64) {
+	free := 0
+	for r := range f.Rows() {
+		if !math.IsNaN(f.Values[r]) && !f.inWindow(r) {
+			free++
+		}
+	}
+	want := int(share * float64(free))
+	rng := rand.New(rand.NewPCG(seed, 2))
+	for tries := 0; want > 0 && tries < 100*f.Rows(); tries++ {
+		at := rng.IntN(f.Rows())
+		n := 1 << rng.IntN(7) // 1 to 64
+		for r := at; r < min(at+n, f.Rows()) && want > 0; r++ {
+			if math.IsNaN(f.Values[r]) || f.inWindow(r) {
+				break
+			}
+			f.Values[r] = math.NaN()
+			want--
+		}
+	}
+}
+
+// inWindow reports whether row r lies in one of the file's windows.
+func (f *File) inWindow(r int) bool {
+	for _, w := range f.Windows {
+		if r >= w.First && r <= w.Last {
+			return true
+		}
+	}
+	return false
 }
 
 func (p Probe) apply(f *File) {
@@ -184,11 +229,7 @@ func (f *File) quietRow() int {
 		if math.IsNaN(f.Values[r]) {
 			continue
 		}
-		inWindow := false
-		for _, w := range f.Windows {
-			inWindow = inWindow || r >= w.First && r <= w.Last
-		}
-		if !inWindow {
+		if !f.inWindow(r) {
 			return r
 		}
 	}
