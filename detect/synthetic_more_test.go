@@ -248,7 +248,8 @@ var moreFamilies = []family{
 // offset or nano rescales each series first (see rescaled), and
 // SEISMO_SYNTH_TIMES=rows replaces its timestamps by row numbers,
 // shift:M moves them by M minutes (see retimed), and
-// SEISMO_SYNTH_ZEROS=N sets N rows of each series to 0 (see zeroed).
+// SEISMO_SYNTH_ZEROS=N sets N rows of each series to 0 (see zeroed),
+// and SEISMO_SYNTH_PROBE applies any other probe (see probed).
 func TestSyntheticMeans(t *testing.T) {
 	spec := os.Getenv("SEISMO_SYNTH_SEEDS")
 	if spec == "" {
@@ -268,7 +269,7 @@ func TestSyntheticMeans(t *testing.T) {
 		var sum [4]float64
 		for seed := a; seed <= b; seed++ {
 			series := retimed(rescaled(f.generate(uint64(seed)), os.Getenv("SEISMO_SYNTH_UNITS")), os.Getenv("SEISMO_SYNTH_TIMES"))
-			series = zeroed(t, series, os.Getenv("SEISMO_SYNTH_ZEROS"))
+			series = probed(t, zeroed(t, series, os.Getenv("SEISMO_SYNTH_ZEROS")), os.Getenv("SEISMO_SYNTH_PROBE"))
 			ao, af := scoreFamily(t, "auto", series)
 			zo, zf := scoreFamily(t, "zscore", series)
 			for k, v := range []float64{ao.Normalized, af.Normalized, zo.Normalized, zf.Normalized} {
@@ -297,14 +298,29 @@ func zeroed(t *testing.T, series []synthSeries, spec string) []synthSeries {
 	if spec == "" {
 		return series
 	}
-	p, err := nab.ParseProbe("zero=" + spec)
-	require.NoError(t, err, "SEISMO_SYNTH_ZEROS")
+	return probed(t, series, "zero="+spec)
+}
+
+// probed returns the series changed by a probe as `seismo bench nab
+// --probe` writes it (spec; "" leaves them as drawn), each series its
+// own file of a corpus: SEISMO_SYNTH_PROBE=gaps=0.05 blanks a
+// twentieth of the rows outside the windows, jitter=0.02 moves the
+// times.
+func probed(t *testing.T, series []synthSeries, spec string) []synthSeries {
+	if spec == "" {
+		return series
+	}
+	p, err := nab.ParseProbe(spec)
+	require.NoError(t, err, "probe %q", spec)
+	files := make([]*nab.File, len(series))
 	out := make([]synthSeries, len(series))
 	for i, s := range series {
 		s.values = append([]float64(nil), s.values...)
-		p.Apply(&nab.Corpus{Files: []*nab.File{{Values: s.values, Windows: s.windows}}})
+		s.times = append([]int64(nil), s.times...)
+		files[i] = &nab.File{Values: s.values, Times: s.times, Windows: s.windows}
 		out[i] = s
 	}
+	p.Apply(&nab.Corpus{Files: files})
 	return out
 }
 
@@ -491,7 +507,7 @@ func TestSyntheticPerFile(t *testing.T) {
 		}
 		found = true
 		series := retimed(rescaled(f.generate(synthSeed(t)), os.Getenv("SEISMO_SYNTH_UNITS")), os.Getenv("SEISMO_SYNTH_TIMES"))
-		series = zeroed(t, series, os.Getenv("SEISMO_SYNTH_ZEROS"))
+		series = probed(t, zeroed(t, series, os.Getenv("SEISMO_SYNTH_ZEROS")), os.Getenv("SEISMO_SYNTH_PROBE"))
 		for i, s := range series {
 			t.Logf("#%d n=%d onsets %v windows %v", i, len(s.values), s.onsets, s.windows)
 		}
