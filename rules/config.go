@@ -36,6 +36,12 @@ type Config struct {
 	// or a deploy is judged with what its detector had learnt. 0 forgets
 	// it after series_grace; any other value must exceed series_grace.
 	SeriesRetention time.Duration `koanf:"series_retention"`
+	// DormantLimit is the most dormant detectors one rule keeps: past it,
+	// those whose series have been gone longest are forgotten first, so
+	// that a rule over pods that a service redeploys often holds a
+	// bounded number of old pods' detectors, not a day of them. 0 keeps
+	// every one for series_retention.
+	DormantLimit int `koanf:"dormant_limit"`
 	// SnapshotInterval is how often detector and alert state is saved to
 	// the data directory (also saved on shutdown).
 	SnapshotInterval time.Duration `koanf:"snapshot_interval"`
@@ -83,6 +89,7 @@ func DefaultConfig() Config {
 		FlapThreshold:      4,
 		SeriesGrace:        5 * time.Minute,
 		SeriesRetention:    24 * time.Hour,
+		DormantLimit:       10000,
 		SnapshotInterval:   time.Minute,
 		WarmStart:          time.Hour,
 		WatchFiles:         true,
@@ -115,6 +122,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SeriesRetention < 0 || c.SeriesRetention > 0 && c.SeriesRetention <= c.SeriesGrace {
 		errs.Addf("series_retention", "must be 0 (keep no dormant detectors) or longer than series_grace (%s), got %s", c.SeriesGrace, c.SeriesRetention)
+	}
+	if c.DormantLimit < 0 {
+		errs.Addf("dormant_limit", "must not be negative (0 keeps every dormant detector for series_retention), got %d", c.DormantLimit)
 	}
 	if c.WarmStart < 0 {
 		errs.Addf("warm_start", "must not be negative, got %s", c.WarmStart)

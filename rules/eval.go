@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -128,6 +129,7 @@ type evalEnv struct {
 	lifecycle    Lifecycle
 	grace        time.Duration
 	retention    time.Duration
+	dormantLimit int
 	warmStart    time.Duration
 	externalURL  *url.URL
 	record       func(ctx context.Context, ts time.Time, v promql.Vector) error
@@ -567,11 +569,12 @@ func (rs *ruleState) feedComposite(ts time.Time, vecs []promql.Vector, warm bool
 // release moves the detectors of series gone for longer than
 // series_grace out of the live set, where the API and the console count
 // them, into dormant, and forgets the dormant ones gone for longer than
-// series_retention. A series back within it has its detector woken with
-// what it had learnt (see wake). Before, it was forgotten at once: a
-// target down for six minutes, or a deploy that long, lost every
-// detector of its series, days of daily pattern, and they warmed up
-// again from nothing. rs.mu is held.
+// series_retention, or, past dormant_limit, those gone longest. A series
+// back within it has its detector woken with what it had learnt (see
+// wake). Before, it was forgotten at once: a target down for six
+// minutes, or a deploy that long, lost every detector of its series,
+// days of daily pattern, and they warmed up again from nothing. rs.mu
+// is held.
 func (rs *ruleState) release(ts time.Time) {
 	env := rs.group.env
 	for k, ss := range rs.series {
@@ -597,6 +600,33 @@ func (rs *ruleState) release(ts time.Time) {
 		if ts.Sub(ss.lastSeen) > env.retention {
 			delete(rs.dormant, k)
 		}
+	}
+	if over := len(rs.dormant) - env.dormantLimit; env.dormantLimit > 0 && over > 0 {
+		rs.evictDormant(over)
+	}
+}
+
+// evictDormant forgets the n dormant detectors whose series have been
+// gone longest, counted in seismo_rules_group_dormant_evictions_total.
+// It sorts the dormant set, which costs little beside the evaluation's
+// query: only a rule past dormant_limit, where series churn, pays it.
+func (rs *ruleState) evictDormant(n int) {
+	type gone struct {
+		key  uint64
+		seen time.Time
+	}
+	all := make([]gone, 0, len(rs.dormant))
+	for k, ss := range rs.dormant {
+		all = append(all, gone{k, ss.lastSeen})
+	}
+	slices.SortFunc(all, func(a, b gone) int {
+		return cmp.Or(a.seen.Compare(b.seen), cmp.Compare(a.key, b.key))
+	})
+	for _, g := range all[:n] {
+		delete(rs.dormant, g.key)
+	}
+	if m := rs.group.env.metrics; m != nil {
+		m.dormantEvictions.Add(n)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/stretchr/testify/require"
@@ -561,6 +562,61 @@ func TestSeriesDormantAfterGrace(t *testing.T) {
 	require.NoError(t, m3.EvalGroups(ctx, t0.Add(cfg.SeriesGrace+time.Second)))
 	require.Empty(t, rs3.series)
 	require.Empty(t, rs3.dormant)
+}
+
+// TestDormantLimit: a rule whose series churn (a pod label that every
+// deploy changes) keeps at most dormant_limit dormant detectors, and
+// forgets first those whose series have been gone longest; a series
+// back within the limit is woken with what it had learnt.
+func TestDormantLimit(t *testing.T) {
+	var pods []string // the series present now
+	src := &fakeSource{instant: func(_ string, ts time.Time) (promql.Vector, error) {
+		var v promql.Vector
+		for _, p := range pods {
+			v = append(v, promql.Sample{Metric: labels.FromStrings("__name__", "x", "pod", p), F: 1, T: ts.UnixMilli()})
+		}
+		return v, nil
+	}}
+	hash := func(p string) uint64 { return labels.FromStrings("__name__", "x", "pod", p).Hash() }
+	set := metrics.NewSet()
+	m, err := NewManager(Options{Source: src, Lookup: fakeLookup, Kinds: fakeKindNames, Metrics: set})
+	require.NoError(t, err)
+	defer m.Close()
+	cfg := testConfig(writeRules(t, t.TempDir(), "r.yml", "groups: [{name: g, rules: [{anomaly: A, expr: x, detector: {type: fake}}]}]"))
+	cfg.DormantLimit = 3
+	require.NoError(t, m.ApplyConfig(cfg))
+	ctx := context.Background()
+	rs := m.groups[0].rules[0]
+
+	// Five deploys a minute apart, each replacing the pod: a, b, c, d, e.
+	ts := t0
+	for _, p := range []string{"a", "b", "c", "d", "e"} {
+		pods = []string{p}
+		require.NoError(t, m.EvalGroups(ctx, ts))
+		ts = ts.Add(time.Minute)
+	}
+	pods = nil
+	require.NoError(t, m.EvalGroups(ctx, ts.Add(cfg.SeriesGrace+time.Second)))
+	require.Empty(t, rs.series)
+	var kept []string
+	for _, p := range []string{"a", "b", "c", "d", "e"} {
+		if rs.dormant[hash(p)] != nil {
+			kept = append(kept, p)
+		}
+	}
+	require.Equal(t, []string{"c", "d", "e"}, kept, "the three seen last kept")
+	require.Equal(t, "2", metricValue(t, set, `seismo_rules_group_dormant_evictions_total{file="`+cfg.Files[0]+`",group="g"}`))
+
+	// c comes back with what it had learnt; a starts again.
+	pods = []string{"a", "c"}
+	require.NoError(t, m.EvalGroups(ctx, ts.Add(cfg.SeriesGrace+2*time.Second)))
+	require.Equal(t, 2, rs.series[hash("c")].det.(*fakeDetector).N, "woken")
+	require.Equal(t, 1, rs.series[hash("a")].det.(*fakeDetector).N, "a new detector")
+
+	// A negative limit is refused, naming the field.
+	bad := cfg
+	bad.DormantLimit = -1
+	require.ErrorContains(t, bad.Validate(), "dormant_limit: must not be negative")
 }
 
 // TestCompositeDormant: a composite rule's group (here an instance)

@@ -341,6 +341,7 @@ func (m *Manager) newEnv(cfg Config, g *Group) *evalEnv {
 		lifecycle:    cfg.lifecycle(),
 		grace:        cfg.SeriesGrace,
 		retention:    cfg.SeriesRetention,
+		dormantLimit: cfg.DormantLimit,
 		warmStart:    cfg.WarmStart,
 		externalURL:  m.ext,
 		record:       m.opts.Record,

@@ -33,7 +33,10 @@ type groupMetrics struct {
 	missed   *metrics.Counter
 	// warmStarts counts the range queries that filled detectors.
 	warmStarts *metrics.Counter
-	duration   *metrics.PrometheusHistogram
+	// dormantEvictions counts dormant detectors forgotten past
+	// dormant_limit (see ruleState.evictDormant).
+	dormantEvictions *metrics.Counter
+	duration         *metrics.PrometheusHistogram
 }
 
 func newManagerMetrics(set *metrics.Set, m *Manager) *managerMetrics {
@@ -92,6 +95,7 @@ func (mm *managerMetrics) group(g *Group) *groupMetrics {
 			"seismo_rules_group_iterations_missed_total" + l,
 			"seismo_rules_group_evaluation_duration_seconds" + l,
 			"seismo_rules_group_warm_starts_total" + l,
+			"seismo_rules_group_dormant_evictions_total" + l,
 		},
 	}
 	gm.evals = mm.set.GetOrCreateCounter(gm.names[0])
@@ -99,6 +103,7 @@ func (mm *managerMetrics) group(g *Group) *groupMetrics {
 	gm.missed = mm.set.GetOrCreateCounter(gm.names[2])
 	gm.duration = mm.set.GetOrCreatePrometheusHistogramExt(gm.names[3], durationBuckets)
 	gm.warmStarts = mm.set.GetOrCreateCounter(gm.names[4])
+	gm.dormantEvictions = mm.set.GetOrCreateCounter(gm.names[5])
 	mm.groups[k] = gm
 	return gm
 }
