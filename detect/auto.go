@@ -355,6 +355,10 @@ type Auto struct {
 	// is judged by the time of day (see fitClock); derived from first
 	// and interval, not part of snapshots.
 	noClock bool
+	// grid is the usual interval nearest the measured one (see fitGrid),
+	// on which a sample's time is read (see onGrid); 0 when the interval
+	// is no usual one. Derived from interval, not part of snapshots.
+	grid int64
 	// A cycle found in a series without a clock (see cycle.go): the
 	// warm-up's samples of a series whose timestamps are before 2000
 	// (until the warm-up ends), the search under way (nil when there is
@@ -483,8 +487,14 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			a.fitFloor()
 			a.fitInterval()
 		}
-	} else if d := ts - a.prevTs; d != a.interval && d > 0 && a.synthStep == 0 && !a.noClock {
-		a.watchInterval(d)
+	} else {
+		d := ts - a.prevTs
+		if d != a.interval && d > 0 && a.synthStep == 0 && !a.noClock {
+			a.watchInterval(d)
+		}
+		if d != a.grid && a.grid != 0 { // one interval on is on the grid the previous sample was read on
+			ts = a.onGrid(ts)
+		}
 	}
 	if !a.offLattice && !a.onLattice(x) { // no store while on it
 		a.refineLattice(x)
@@ -1893,6 +1903,63 @@ func (a *Auto) fitClock() {
 	a.early = nil
 }
 
+// usualIntervals are the intervals scrapes, rule groups and exports
+// use.
+var usualIntervals = [...]int64{
+	1_000, 2_000, 5_000, 10_000, 15_000, 20_000, 30_000,
+	60_000, 2 * 60_000, 3 * 60_000, 4 * 60_000, 5 * 60_000, 6 * 60_000, 10 * 60_000, 12 * 60_000, 15 * 60_000, 20 * 60_000, 30 * 60_000,
+	dayMs / 24, dayMs / 12, dayMs / 8, dayMs / 6, dayMs / 4, dayMs / 3, dayMs / 2, dayMs,
+}
+
+// fitGrid sets grid: the usual interval within a tenth of the one
+// measured (the least gap of the warm-up, which timestamps that wander
+// shorten), if there is one.
+func (a *Auto) fitGrid() {
+	a.grid = 0
+	if a.noClock || a.synthStep > 0 || a.interval <= 0 {
+		return
+	}
+	for _, g := range usualIntervals {
+		if 10*a.interval >= 9*g && 10*a.interval <= 11*g {
+			a.grid = g
+			return
+		}
+	}
+}
+
+// onGrid reads ts on the grid, for a sample other than one interval
+// after the previous one (which is on the grid the previous was read
+// on). Within an eighth of the grid of one of its points counted from
+// midnight (:00, :05, :10 … for 5 minutes) it is that point. Else,
+// within an eighth of the grid of a whole number of intervals after the
+// previous sample's time, it is that many intervals after it: a series
+// on a grid of its own, as at 4 past every fifth minute. Else it is as
+// it came. Timestamps taken when a scrape ran rather than when it was
+// due, or exported from such, wander by a few seconds about their due
+// times, and a sample due on the hour fell into the hour before on some
+// days and not on others (docs/detectors.md, "Timestamps that wander").
+// A time so read stays within an eighth of the grid of the sample's
+// own, and a series whose samples move by more (a traffic sensor's
+// 5-minute samples four minutes apart once) is read as it comes from
+// there on.
+func (a *Auto) onGrid(ts int64) int64 {
+	g := a.grid
+	if r := ((ts % g) + g) % g; 8*r <= g {
+		return ts - r
+	} else if 8*(g-r) <= g {
+		return ts + g - r
+	}
+	d := ts - a.prevTs
+	k := (d + g/2) / g
+	if k < 1 {
+		return ts
+	}
+	if off := d - k*g; 8*off <= g && -8*off <= g {
+		return a.prevTs + k*g
+	}
+	return ts
+}
+
 // RowNumbers reports whether a series that starts at first (Unix ms)
 // with samples step ms apart (the least interval between its first
 // samples) is timestamped by row number rather than by time: a second
@@ -1909,6 +1976,7 @@ func RowNumbers(first, step int64) bool {
 // restore.
 func (a *Auto) fitInterval() {
 	a.fitClock()
+	a.fitGrid()
 	a.fitLikelihoods()
 	a.fitSlices()
 	a.fitTrend()
