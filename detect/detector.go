@@ -121,6 +121,14 @@ type Verdict struct {
 	// and a rule keeps its alert firing until the episode ends. Only
 	// detectors that keep episodes (auto) set it.
 	Episode bool
+	// Shifted is true while the series has stayed beyond every estimate
+	// of normal it had before an earlier sample (auto: the level's three
+	// spreads, and the hour's where its slice is known), on one side: a
+	// lasting move, which becomes the series' new normal (a new regime)
+	// once it has held for a day. A rule keeps an alert on such a move
+	// firing while it lasts (rules, "One incident, one page"). Only auto
+	// sets it.
+	Shifted bool
 }
 
 // Detector is a univariate streaming detector. It is not safe for concurrent

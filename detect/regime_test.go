@@ -154,3 +154,41 @@ func TestAutoRegimeNeedsADay(t *testing.T) {
 	require.InDelta(t, change+perDay, at[0], 2, "the first, a day after the change")
 	require.InDelta(t, change+30*12+perDay, at[1], 2, "the second, a day after the way back")
 }
+
+// TestAutoShifted: Verdict.Shifted is true while a run beyond the
+// estimates from before it is under way, and only then. Doubled for
+// good, it holds from the change until the run becomes a new regime a
+// day later; a doubling of two hours holds while it lasts; on the
+// series as it is, never. A rule keeps an alert on such a move firing
+// while Shifted holds (rules, TestAutoLastingShiftIsOneIncident).
+func TestAutoShifted(t *testing.T) {
+	const step, perDay = 300_000, 288
+	shifted := func(hours int) (first, last, n int) {
+		xs, _, change := lastingChange(3, 1)
+		for i := change; i < change+hours*12 && i < len(xs); i++ {
+			xs[i] *= 2
+		}
+		d := NewAuto(DefaultAutoConfig())
+		first, last = -1, -1
+		for i, x := range xs[:change+2*perDay] {
+			if d.Observe(int64(i)*step, x).Shifted {
+				if first < 0 {
+					first = i
+				}
+				last = i
+				n++
+			}
+		}
+		return first - change, last - change, n
+	}
+	first, last, n := shifted(0)
+	require.Zero(t, n, "as it is: shifted at %d to %d", first, last)
+	first, last, n = shifted(2)
+	require.Equal(t, 0, first, "two hours: from the change")
+	require.Equal(t, 2*12-1, last, "two hours: to its last sample")
+	require.Equal(t, 2*12, n)
+	first, last, n = shifted(100)
+	require.Equal(t, 0, first, "for good: from the change")
+	require.InDelta(t, perDay, last, 2, "for good: until the new regime a day on")
+	require.Equal(t, last+1, n, "for good: throughout")
+}
