@@ -34,6 +34,9 @@ type Item struct {
 	Signal    *model.Signal
 	Sparkline string
 	Flapping  bool
+	// Unrecovered: resolved with the value still beyond the band the
+	// alert fired against (model.Alert.Unrecovered).
+	Unrecovered bool
 	// IncidentKey identifies this incident of the alert, the same from
 	// every HA replica (model.Alert.IncidentKey); Replica says which
 	// replica sent it.
@@ -67,7 +70,7 @@ func NewData(ctx context.Context, externalURL string, alerts ...*model.Alert) *D
 			Labels: a.Labels.Map(), Annotations: ann, StartsAt: a.StartsAt, EndsAt: a.EndsAt,
 			GeneratorURL: a.GeneratorURL, RunbookURL: a.Annotations["runbook_url"], Resolved: a.Resolved(),
 			Value: a.Value, PeakValue: a.PeakValue, Explanation: a.Explanation,
-			Sparkline: templates.Sparkline(a.Recent), Flapping: a.Flapping,
+			Sparkline: templates.Sparkline(a.Recent), Flapping: a.Flapping, Unrecovered: a.Unrecovered,
 			IncidentKey: a.IncidentKey(), Replica: a.Replica}
 		if ex := a.Explanation; ex != nil && len(ex.Signals) > 0 {
 			s := ex.Signals[0]

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -46,9 +47,23 @@ type alertState struct {
 
 	Verdict     detect.Verdict     `json:"verdict"`
 	Explanation *model.Explanation `json:"explanation,omitempty"`
+	// Fired is the normal band of the verdict the alert fired for (anomaly
+	// rules); nil for other rules and before it fires.
+	Fired *firedBand `json:"fired,omitempty"`
+	// Unrecovered is set when the alert resolved with its value still
+	// beyond Fired on the side it fired for (see noteUnrecovered).
+	Unrecovered bool `json:"unrecovered,omitempty"`
 	// Series is the hash of the source series (univariate rules), for
 	// Recent values; 0 otherwise.
 	Series uint64 `json:"series,omitempty"`
+}
+
+// firedBand is the normal band an anomaly alert fired against, and the
+// side it fired on.
+type firedBand struct {
+	Lower     float64          `json:"lower"`
+	Upper     float64          `json:"upper"`
+	Direction detect.Direction `json:"direction"`
 }
 
 // condition is one evaluation's input to the state machine.
@@ -58,7 +73,9 @@ type condition struct {
 	// known is false when the series is gone (no current value).
 	known bool
 	// held is true while the detector's alert episode is open
-	// (detect.Verdict.Episode): the incident it alerted on goes on,
+	// (detect.Verdict.Episode), or while the series stays beyond every
+	// estimate of normal it had before the move began
+	// (detect.Verdict.Shifted): the incident it alerted on goes on,
 	// whether or not this sample is anomalous.
 	held  bool
 	value float64
@@ -79,6 +96,7 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 			a.ActiveAt = ts
 			a.PeakValue = c.value
 			a.ResolvedAt = time.Time{}
+			a.Unrecovered = false
 		}
 		if c.value > a.PeakValue {
 			a.PeakValue = c.value
@@ -86,6 +104,10 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 		if a.State == model.StatePending && ts.Sub(a.ActiveAt) >= r.For {
 			a.State = model.StateFiring
 			a.FiredAt = ts
+			a.Fired = nil
+			if v := a.Verdict; v.Upper > v.Lower {
+				a.Fired = &firedBand{Lower: v.Lower, Upper: v.Upper, Direction: v.Direction}
+			}
 			if !a.Flapping {
 				a.LastSentAt = time.Time{} // a new firing episode is sent at once
 			}
@@ -113,6 +135,7 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 		a.State = model.StateResolved
 		a.ResolvedAt = ts
 		a.KeepFiringSince = time.Time{}
+		a.noteUnrecovered(c)
 		a.transition(ts, lc)
 	case a.State == model.StatePending, a.State == model.StateInactive, a.State == model.StateWarmingUp:
 		if c.warming && c.known {
@@ -128,6 +151,34 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 	}
 	a.updateFlapping(ts, lc)
 	return false
+}
+
+// noteUnrecovered marks an anomaly alert that resolves with its value
+// (c, known) still beyond the normal band it fired against, on the side
+// it fired for, and says so in its explanation's summary. An adaptive
+// detector ends an incident once it has learnt the new level: a latency
+// doubled for good by a deploy is the series' new normal a day later
+// (detect, "A lasting change: a new regime"), and before this the
+// resolve read as a recovery.
+func (a *alertState) noteUnrecovered(c condition) {
+	f := a.Fired
+	if f == nil || !c.known || a.Explanation == nil {
+		return
+	}
+	v, side := c.value, ""
+	switch {
+	case v > f.Upper && f.Direction != detect.DirDown:
+		side = "above"
+	case v < f.Lower && f.Direction != detect.DirUp:
+		side = "below"
+	default:
+		return
+	}
+	a.Unrecovered = true
+	e := *a.Explanation
+	n := fmtNums(v, f.Lower, f.Upper)
+	e.Summary += fmt.Sprintf("; resolved without recovering: %s is still %s the normal range of %s to %s it had when the alert fired, and the detector now takes it for normal", n[0], side, n[1], n[2])
+	a.Explanation = &e
 }
 
 func (a *alertState) transition(ts time.Time, lc Lifecycle) {

@@ -286,7 +286,7 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 			o.verdict = v
 			o.cond.active = v.State == detect.StateAnomalous
 			o.cond.warming = v.State == detect.StateWarmingUp
-			o.cond.held = v.Episode
+			o.cond.held = v.Episode || v.Shifted
 			if o.cond.active {
 				o.expl = univariateExplanation(r, v, s.F, ss.run)
 			}
@@ -949,6 +949,7 @@ func (rs *ruleState) toModel(a *alertState, ts time.Time) *model.Alert {
 		Value:       a.Value,
 		PeakValue:   a.PeakValue,
 		Flapping:    a.Flapping,
+		Unrecovered: a.Unrecovered && a.State == model.StateResolved,
 		Explanation: a.Explanation,
 		Draft:       rs.rule.Draft,
 		Replica:     rs.group.env.replica,

@@ -360,6 +360,67 @@ func TestAutoRestartIsOneIncident(t *testing.T) {
 	t.Log(firing[0].Explanation.Summary)
 }
 
+// TestAutoLastingShiftIsOneIncident: a queue on a daily cycle, evaluated
+// every 15 s, doubles for good on its fourth day, as after a deploy that
+// halved a pool. The rule pages once and stays firing while the series
+// stays beyond every estimate of normal it had before the move
+// (detect.Verdict.Shifted), until a day later the detector takes the new
+// level for the series' normal; the resolve then says it was no recovery.
+// Before, the detector's episode ended within the hour, and each hour's
+// slice, seeing the doubled value for the first time, paged again: 10
+// pages over the day. A dip of half an hour on the same series recovers
+// and resolves as before, with nothing noted.
+func TestAutoLastingShiftIsOneIncident(t *testing.T) {
+	const perDay = 5760 // 15-s evaluations
+	lset := labels.FromStrings("__name__", "queue", "pool", "io")
+	for _, tc := range []struct {
+		name        string
+		from, until int // the evaluations the queue is doubled at
+		unrecovered bool
+	}{
+		{"doubled for good", 3 * perDay, 6 * perDay, true},
+		{"doubled for half an hour", 3*perDay + 40*60*4, 3*perDay + 40*60*4 + 120, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(5, 6))
+			n := tc.from + perDay + perDay/4
+			vals := make([]float64, n)
+			for i := range vals {
+				vals[i] = 100 * (1 + 0.3*math.Sin(2*math.Pi*float64(i)/perDay)) * (1 + 0.03*rng.NormFloat64())
+				if i >= tc.from && i < tc.until {
+					vals[i] *= 2
+				}
+			}
+			i := 0
+			rec := &recorder{}
+			m := autoQueueRule(t, vecSource(lset, func(string, time.Time) (float64, bool) { return vals[i], true }), rec)
+			var firing, resolved []*model.Alert
+			for ; i < n; i++ {
+				require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*15*time.Second)))
+				for _, a := range rec.take() {
+					switch {
+					case i < tc.from:
+						require.Failf(t, "an alert before the move", "row %d: %s", i, a.Explanation.Summary)
+					case a.State == model.StateFiring && (len(firing) == 0 || !firing[len(firing)-1].StartsAt.Equal(a.StartsAt)):
+						firing = append(firing, a)
+					case a.State == model.StateResolved && (len(resolved) == 0 || !resolved[len(resolved)-1].EndsAt.Equal(a.EndsAt)):
+						resolved = append(resolved, a)
+					}
+				}
+			}
+			require.Len(t, firing, 1, "one page for the move")
+			require.Len(t, resolved, 1, "one resolve")
+			r := resolved[0]
+			require.Equal(t, tc.unrecovered, r.Unrecovered, r.Explanation.Summary)
+			require.Equal(t, tc.unrecovered, strings.Contains(r.Explanation.Summary, "resolved without recovering"), r.Explanation.Summary)
+			if tc.unrecovered {
+				require.Greater(t, r.EndsAt.Sub(r.StartsAt), 23*time.Hour, "firing while the move lasts")
+			}
+			t.Logf("resolved after %s: %s", r.EndsAt.Sub(r.StartsAt), r.Explanation.Summary)
+		})
+	}
+}
+
 // TestAutoExplanationSaysWhy: an auto rule's alert names what the
 // detector found unusual, in the explanation's evidence and in words in
 // its summary: a value far outside its recent spread, here (not yet a

@@ -127,7 +127,11 @@ type Alert struct {
 	GeneratorURL string  `json:"generatorURL,omitempty"`
 	// Flapping is set when the alert changed state too often in the flap
 	// window; the notifier sends one flapping notice instead of every change.
-	Flapping    bool         `json:"flapping,omitempty"`
+	Flapping bool `json:"flapping,omitempty"`
+	// Unrecovered is set on a resolved anomaly alert whose value is still
+	// beyond the normal band it fired against: the detector has taken the
+	// new level for normal, and the series has not come back.
+	Unrecovered bool         `json:"unrecovered,omitempty"`
 	Explanation *Explanation `json:"explanation,omitempty"`
 	Draft       *Draft       `json:"draft,omitempty"`
 	// Recent holds the last values of the alerted series, oldest first, for

@@ -83,6 +83,7 @@ func TestWebhookGolden(t *testing.T) {
 	}{
 		{"firing", []*model.Alert{notifytest.Firing(), notifytest.Storm()}},
 		{"resolved", []*model.Alert{notifytest.Resolved()}},
+		{"unrecovered", []*model.Alert{notifytest.Unrecovered()}},
 		{"truncated", many()},
 	}
 	for _, tt := range tests {

@@ -68,6 +68,24 @@ func Resolved() *model.Alert {
 	return a
 }
 
+// Unrecovered returns an auto alert on a latency that doubled for good,
+// resolved a day later by the detector's taking the new level for
+// normal, with the value still beyond the band it fired against.
+func Unrecovered() *model.Alert {
+	return &model.Alert{
+		Labels:      labels.FromStrings("alertname", "CheckoutLatency", "service", "checkout", "severity", "page"),
+		State:       model.StateResolved,
+		StartsAt:    T0,
+		EndsAt:      T0.Add(24 * time.Hour),
+		Value:       0.41, PeakValue: 0.47,
+		Unrecovered: true,
+		Explanation: &model.Explanation{Detector: "auto", Kind: "level_shift", Score: 0.99, Direction: "up", Evidence: "level",
+			Signals: []model.Signal{{Name: "value", Unit: "s", Current: 0.41, Expected: 0.4, Lower: 0.33, Upper: 0.47}},
+			Summary: "CheckoutLatency: level shift up to 0.41, expected 0.4 (normal 0.33 to 0.47); resolved without recovering: 0.41 is still above the normal range of 0.17 to 0.23 it had when the alert fired, and the detector now takes it for normal"},
+		Recent: []float64{0.2, 0.41, 0.42, 0.4, 0.41},
+	}
+}
+
 // Golden compares got with testdata/name, rewriting it under -update. JSON
 // is indented first so that diffs are readable.
 func Golden(t *testing.T, name string, got []byte) {
