@@ -1079,7 +1079,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	}
 	dir := direction(x, exp)
 	l := &a.last
-	ep := a.quiet > 0 // the episode this sample opened or continued has not ended
+	ep := a.quiet > 0     // the episode this sample opened or continued has not ended
 	sh := a.reg.side != 0 // a run beyond the estimates from before it (see regime)
 	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State, l.Evidence, l.Episode, l.Shifted = score, exp, lower, upper, dir, state, ev, ep, sh
 	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State, v.Evidence, v.Episode, v.Shifted = score, exp, lower, upper, dir, state, ev, ep, sh
@@ -2424,7 +2424,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.fitFloor()
 	a.fitInterval()
 	a.last = decodeVerdict(r)
-	a.last.Episode = a.quiet > 0 // not kept: the episode is the quiet period
+	a.last.Episode = a.quiet > 0     // not kept: the episode is the quiet period
 	a.last.Shifted = a.reg.side != 0 // nor this: the run under way is
 	return r.finish()
 }

@@ -99,6 +99,9 @@ type AlertSummary struct {
 	Unit     string  `json:"unit,omitempty"`
 	Summary  string  `json:"summary,omitempty"`
 	Resolved bool    `json:"resolved"`
+	// Unrecovered: resolved with the value still beyond the band the
+	// alert fired against (model.Alert.Unrecovered).
+	Unrecovered bool `json:"unrecovered,omitempty"`
 }
 
 // Incident is the life of one alert group, from which drafts are rendered.
@@ -226,7 +229,7 @@ func (inc *Incident) summarise(alerts []*model.Alert, now time.Time) {
 			unit = ex.Signals[0].Unit
 		}
 		inc.Alerts = append(inc.Alerts, AlertSummary{Name: a.Name(), Severity: a.Labels.Get("severity"),
-			Value: a.Value, Unit: unit, Summary: summaryOf(a), Resolved: a.Resolved()})
+			Value: a.Value, Unit: unit, Summary: summaryOf(a), Resolved: a.Resolved(), Unrecovered: a.Unrecovered})
 		peak := max(a.PeakValue, a.Value)
 		if p, ok := inc.Peaks[a.Name()]; !ok || peak > p.Value {
 			inc.Peaks[a.Name()] = Peak{Value: peak, Unit: unit, At: now}

@@ -192,3 +192,44 @@ func TestRefireDuringMonitoring(t *testing.T) {
 		})
 	}
 }
+
+// TestDraftUnrecovered: an incident whose alert resolved with its value
+// still beyond the band it fired against (a latency doubled for good,
+// taken for normal by the detector a day on) is not drafted as working
+// normally or resolved: the drafts say the component has not returned
+// to its earlier level.
+func TestDraftUnrecovered(t *testing.T) {
+	tmpl, err := templates.Load(nil)
+	require.NoError(t, err)
+	r := draft.NewRenderer(tmpl, time.UTC)
+	t0 := time.Date(2026, 3, 14, 15, 23, 0, 0, time.UTC)
+	a := &model.Alert{
+		Labels: labels.FromStrings("alertname", "CheckoutLatency", "severity", "page", "service", "checkout"),
+		Draft:  &model.Draft{Component: "Checkout"},
+		State:  model.StateFiring, StartsAt: t0, Value: 0.41, PeakValue: 0.47,
+		Explanation: &model.Explanation{Detector: "auto", Kind: "level_shift", Score: 0.99, Direction: "up",
+			Signals: []model.Signal{{Name: "value", Unit: "s", Current: 0.41, Expected: 0.2, Lower: 0.17, Upper: 0.23}},
+			Summary: "CheckoutLatency: level shift up to 0.41, expected 0.2 (normal 0.17 to 0.23)"},
+	}
+	for _, unrecovered := range []bool{true, false} {
+		inc := draft.NewIncident(`0:{alertname="x"}`, map[string]string{"alertname": a.Name()})
+		inc.Observe([]*model.Alert{a}, t0.Add(time.Minute))
+		res := resolvedAt(a, t0.Add(24*time.Hour), 0.41)
+		res.Unrecovered = unrecovered
+		inc.Observe([]*model.Alert{res}, t0.Add(24*time.Hour))
+		mon, err := r.Render(inc, t0.Add(24*time.Hour))
+		require.NoError(t, err)
+		require.Equal(t, draft.PhaseMonitoring, mon.Phase)
+		require.True(t, inc.Tick(t0.Add(25*time.Hour), 10*time.Minute))
+		done, err := r.Render(inc, t0.Add(25*time.Hour))
+		require.NoError(t, err)
+		require.Equal(t, draft.PhaseResolved, done.Phase)
+		const notBack = "has not returned to its earlier level"
+		require.Equal(t, unrecovered, strings.Contains(mon.Text, notBack), mon.Text)
+		require.Equal(t, unrecovered, strings.Contains(done.Text, notBack), done.Text)
+		require.Equal(t, !unrecovered, strings.Contains(mon.Text, "working normally"), mon.Text)
+		require.Equal(t, !unrecovered, strings.Contains(done.Text, "has been resolved"), done.Text)
+		require.True(t, strings.HasPrefix(done.Text, "Between 15:23 UTC on 2026-03-14 and 15:23 on 2026-03-15 (24 hours)"), "an incident over midnight names both days: %s", done.Text)
+		t.Logf("unrecovered %v:\n  %s\n  %s", unrecovered, mon.Text, done.Text)
+	}
+}

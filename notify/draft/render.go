@@ -40,10 +40,16 @@ type Data struct {
 	// Start is the time of the first anomaly, End the recovery time, both
 	// "15:04" in the configured zone; Date is "2006-01-02"; Zone is "UTC-3".
 	Start, End, Date, Zone string
-	Duration               string
-	Alerts                 []AlertSummary
-	Events                 []EventView
-	Incident               *Incident
+	// EndDate is the end's date when it is not Date's, else empty.
+	EndDate  string
+	Duration string
+	Alerts   []AlertSummary
+	// Unrecovered is set when an alert of the incident resolved with its
+	// value still beyond the band it fired against: the alert ended, the
+	// component did not come back.
+	Unrecovered bool
+	Events      []EventView
+	Incident    *Incident
 }
 
 // EventView is a timeline event with its time formatted.
@@ -98,6 +104,10 @@ func (r *Renderer) data(inc *Incident, now time.Time) *Data {
 		Start: start.Format("15:04"), End: end.Format("15:04"), Date: start.Format("2006-01-02"),
 		Zone: ZoneName(start), Duration: humanDuration(end.Sub(start)),
 		Alerts: inc.Alerts, Incident: inc,
+		Unrecovered: slices.ContainsFunc(inc.Alerts, func(a AlertSummary) bool { return a.Unrecovered }),
+	}
+	if e := end.Format("2006-01-02"); e != d.Date {
+		d.EndDate = e
 	}
 	events := slices.Clone(inc.Events)
 	for name, p := range inc.Peaks {

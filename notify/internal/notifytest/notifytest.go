@@ -73,11 +73,11 @@ func Resolved() *model.Alert {
 // normal, with the value still beyond the band it fired against.
 func Unrecovered() *model.Alert {
 	return &model.Alert{
-		Labels:      labels.FromStrings("alertname", "CheckoutLatency", "service", "checkout", "severity", "page"),
-		State:       model.StateResolved,
-		StartsAt:    T0,
-		EndsAt:      T0.Add(24 * time.Hour),
-		Value:       0.41, PeakValue: 0.47,
+		Labels:   labels.FromStrings("alertname", "CheckoutLatency", "service", "checkout", "severity", "page"),
+		State:    model.StateResolved,
+		StartsAt: T0,
+		EndsAt:   T0.Add(24 * time.Hour),
+		Value:    0.41, PeakValue: 0.47,
 		Unrecovered: true,
 		Explanation: &model.Explanation{Detector: "auto", Kind: "level_shift", Score: 0.99, Direction: "up", Evidence: "level",
 			Signals: []model.Signal{{Name: "value", Unit: "s", Current: 0.41, Expected: 0.4, Lower: 0.33, Upper: 0.47}},
