@@ -76,6 +76,7 @@ func (rs *ruleState) apiAlerts(states stringSet) ([]apiAlert, int) {
 			Value:           strconv.FormatFloat(a.Value, 'e', -1, 64),
 			Flapping:        a.Flapping,
 			SuppressedBy:    a.SuppressedBy,
+			Unrecovered:     a.Unrecovered && a.State == model.StateResolved,
 			Explanation:     a.Explanation,
 			Draft:           rs.rule.Draft,
 		}

@@ -395,6 +395,7 @@ func TestAutoLastingShiftIsOneIncident(t *testing.T) {
 			rec := &recorder{}
 			m := autoQueueRule(t, vecSource(lset, func(string, time.Time) (float64, bool) { return vals[i], true }), rec)
 			var firing, resolved []*model.Alert
+			var apiUnrecovered []bool
 			for ; i < n; i++ {
 				require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*15*time.Second)))
 				for _, a := range rec.take() {
@@ -405,6 +406,10 @@ func TestAutoLastingShiftIsOneIncident(t *testing.T) {
 						firing = append(firing, a)
 					case a.State == model.StateResolved && (len(resolved) == 0 || !resolved[len(resolved)-1].EndsAt.Equal(a.EndsAt)):
 						resolved = append(resolved, a)
+						as, _ := m.groups[0].rules[0].apiAlerts(stringSet{"resolved": true})
+						for _, aa := range as {
+							apiUnrecovered = append(apiUnrecovered, aa.Unrecovered)
+						}
 					}
 				}
 			}
@@ -416,6 +421,7 @@ func TestAutoLastingShiftIsOneIncident(t *testing.T) {
 			if tc.unrecovered {
 				require.Greater(t, r.EndsAt.Sub(r.StartsAt), 23*time.Hour, "firing while the move lasts")
 			}
+			require.Equal(t, []bool{tc.unrecovered}, apiUnrecovered, "the API's alert at its resolve")
 			t.Logf("resolved after %s: %s", r.EndsAt.Sub(r.StartsAt), r.Explanation.Summary)
 		})
 	}

@@ -30,21 +30,24 @@ type Band struct {
 
 // Alert is one alert of a rule.
 type Alert struct {
-	Labels          map[string]string  `json:"labels"`
-	Annotations     map[string]string  `json:"annotations"`
-	State           string             `json:"state"`
-	ActiveAt        *time.Time         `json:"activeAt,omitempty"`
-	FiredAt         *time.Time         `json:"firedAt,omitempty"`
-	ResolvedAt      *time.Time         `json:"resolvedAt,omitempty"`
-	KeepFiringSince *time.Time         `json:"keepFiringSince,omitempty"`
-	Value           string             `json:"value"`
-	Flapping        bool               `json:"flapping,omitempty"`
-	SuppressedBy    string             `json:"suppressedBy,omitempty"`
-	Score           *float64           `json:"score,omitempty"`
-	Expected        *float64           `json:"expected,omitempty"`
-	Band            *Band              `json:"band,omitempty"`
-	Explanation     *model.Explanation `json:"explanation,omitempty"`
-	Draft           *model.Draft       `json:"draft,omitempty"`
+	Labels          map[string]string `json:"labels"`
+	Annotations     map[string]string `json:"annotations"`
+	State           string            `json:"state"`
+	ActiveAt        *time.Time        `json:"activeAt,omitempty"`
+	FiredAt         *time.Time        `json:"firedAt,omitempty"`
+	ResolvedAt      *time.Time        `json:"resolvedAt,omitempty"`
+	KeepFiringSince *time.Time        `json:"keepFiringSince,omitempty"`
+	Value           string            `json:"value"`
+	Flapping        bool              `json:"flapping,omitempty"`
+	SuppressedBy    string            `json:"suppressedBy,omitempty"`
+	// Unrecovered: resolved with the value still beyond the band the
+	// alert fired against (the detector took the new level for normal).
+	Unrecovered bool               `json:"unrecovered,omitempty"`
+	Score       *float64           `json:"score,omitempty"`
+	Expected    *float64           `json:"expected,omitempty"`
+	Band        *Band              `json:"band,omitempty"`
+	Explanation *model.Explanation `json:"explanation,omitempty"`
+	Draft       *model.Draft       `json:"draft,omitempty"`
 }
 
 // Detector is an anomaly rule's detector and what it currently sees.
