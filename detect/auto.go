@@ -401,6 +401,9 @@ type Auto struct {
 	// The run of samples beyond every estimate of normal under way, and
 	// the estimates before it (see regime).
 	reg regime
+	// The normal the series had at the latest episode's alert, while it
+	// lingers away from it (see linger).
+	mem linger
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -522,6 +525,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		reach = a.floorReach(loc)
 		floor = rangeFloor(loc, reach, a.least)
 		scale = maxf(a.level.Scale(), floor)
+	}
+	if a.mem.on { // the normal at the latest alert, while the series lingers away from it (see linger)
+		a.lingerStep(ts, x, floor, day, slot)
 	}
 	// Whole numbers are counts (see lattice.go), unless they vary far
 	// less than counts at their level do (see gauge).
@@ -1054,6 +1060,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if score >= c.Threshold {
 			state = StateAnomalous
 			a.quiet, a.calm = c.Quiet, 0
+			a.remember(ts, floor)
 			a.setRunPeak(0)
 			a.runCalm = 0
 		} else if score > 0 {
@@ -1081,8 +1088,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	l := &a.last
 	ep := a.quiet > 0     // the episode this sample opened or continued has not ended
 	sh := a.reg.side != 0 // a run beyond the estimates from before it (see regime)
-	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State, l.Evidence, l.Episode, l.Shifted = score, exp, lower, upper, dir, state, ev, ep, sh
-	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State, v.Evidence, v.Episode, v.Shifted = score, exp, lower, upper, dir, state, ev, ep, sh
+	lg := a.mem.lingering
+	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State, l.Evidence, l.Episode, l.Shifted, l.Lingering = score, exp, lower, upper, dir, state, ev, ep, sh, lg
+	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State, v.Evidence, v.Episode, v.Shifted, v.Lingering = score, exp, lower, upper, dir, state, ev, ep, sh, lg
 	return v
 }
 
@@ -1982,6 +1990,7 @@ func (a *Auto) fitInterval() {
 	a.fitSlices()
 	a.fitTrend()
 	a.fitChanges()
+	a.fitLinger()
 }
 
 // watchInterval refits the detector to a lasting change of the
@@ -2299,6 +2308,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	a.sch.encode(w)
 	a.daily.encode(w)
 	a.reg.encode(w)
+	a.mem.encode(w)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -2394,6 +2404,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.sch.decode(r)
 	a.daily.decode(r)
 	a.decodeRegime(r)
+	a.decodeLinger(r)
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)
@@ -2424,7 +2435,9 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.fitFloor()
 	a.fitInterval()
 	a.last = decodeVerdict(r)
-	a.last.Episode = a.quiet > 0     // not kept: the episode is the quiet period
-	a.last.Shifted = a.reg.side != 0 // nor this: the run under way is
+	a.last.Episode = a.quiet > 0                  // not kept: the episode is the quiet period
+	a.last.Shifted = a.reg.side != 0              // nor this: the run under way is
+	a.mem.lingering = a.mem.on && a.mem.lingers() // over the window fitInterval fitted
+	a.last.Lingering = a.mem.lingering
 	return r.finish()
 }

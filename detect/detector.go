@@ -129,6 +129,13 @@ type Verdict struct {
 	// firing while it lasts (rules, "One incident, one page"). Only auto
 	// sets it.
 	Shifted bool
+	// Lingering is true while the series stays away from the normal it
+	// had when its latest episode alerted: more than a ninth of its
+	// recent samples two of that normal's spreads or more from it, for
+	// a day at most (auto; see linger in detect). A rule keeps the alert
+	// firing while it holds: a change that lasts, whether or not it is a
+	// clean step, is one incident. Only auto sets it.
+	Lingering bool
 }
 
 // Detector is a univariate streaming detector. It is not safe for concurrent
