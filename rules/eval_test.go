@@ -370,25 +370,39 @@ func TestAutoRestartIsOneIncident(t *testing.T) {
 // slice, seeing the doubled value for the first time, paged again: 10
 // pages over the day. A dip of half an hour on the same series recovers
 // and resolves as before, with nothing noted.
+//
+// Changes that are no clean step page once too: noise three times what
+// it was, and a rise of half over a day. The level follows them, so no
+// run beyond every estimate begins, but the series lingers away from
+// the normal it had at the alert (detect.Verdict.Lingering), and the
+// rule holds while it does, for up to a day. Without that hold they
+// paged 18 and 11 times over the day.
 func TestAutoLastingShiftIsOneIncident(t *testing.T) {
 	const perDay = 5760 // 15-s evaluations
 	lset := labels.FromStrings("__name__", "queue", "pool", "io")
+	doubled := func(x, _ float64, _ int) float64 { return 2 * x }
 	for _, tc := range []struct {
 		name        string
-		from, until int // the evaluations the queue is doubled at
+		from, until int // the evaluations the queue is changed at
+		change      func(x, noise float64, k int) float64
 		unrecovered bool
 	}{
-		{"doubled for good", 3 * perDay, 6 * perDay, true},
-		{"doubled for half an hour", 3*perDay + 40*60*4, 3*perDay + 40*60*4 + 120, false},
+		{"doubled for good", 3 * perDay, 6 * perDay, doubled, true},
+		{"doubled for half an hour", 3*perDay + 40*60*4, 3*perDay + 40*60*4 + 120, doubled, false},
+		// Changes that are no clean step, which the level follows: the
+		// series lingers away from the normal it had at the alert.
+		{"noise tripled for good", 3 * perDay, 6 * perDay, func(x, noise float64, _ int) float64 { return x + x/(1+0.03*noise)*0.06*noise }, false},
+		{"a rise of half over a day", 3 * perDay, 6 * perDay, func(x, _ float64, k int) float64 { return x * (1 + 0.5*min(float64(k)/perDay, 1)) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 6))
 			n := tc.from + perDay + perDay/4
 			vals := make([]float64, n)
 			for i := range vals {
-				vals[i] = 100 * (1 + 0.3*math.Sin(2*math.Pi*float64(i)/perDay)) * (1 + 0.03*rng.NormFloat64())
+				noise := rng.NormFloat64()
+				vals[i] = 100 * (1 + 0.3*math.Sin(2*math.Pi*float64(i)/perDay)) * (1 + 0.03*noise)
 				if i >= tc.from && i < tc.until {
-					vals[i] *= 2
+					vals[i] = tc.change(vals[i], noise, i-tc.from)
 				}
 			}
 			i := 0
