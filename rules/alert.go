@@ -34,8 +34,11 @@ type alertState struct {
 	LastSentAt  time.Time        `json:"lastSentAt"`
 	// KeepFiringSince is when the condition went false while firing.
 	KeepFiringSince time.Time `json:"keepFiringSince"`
-	Value           float64   `json:"value"`
-	PeakValue       float64   `json:"peakValue"`
+	// HeldBy says what holds a firing alert whose condition is false
+	// (one of the hold* reasons); empty otherwise.
+	HeldBy    string  `json:"heldBy,omitempty"`
+	Value     float64 `json:"value"`
+	PeakValue float64 `json:"peakValue"`
 	// Transitions are the times of firing/resolved changes in the flap window.
 	Transitions []time.Time `json:"transitions,omitempty"`
 	Flapping    bool        `json:"flapping,omitempty"`
@@ -72,13 +75,37 @@ type condition struct {
 	warming bool
 	// known is false when the series is gone (no current value).
 	known bool
-	// held is true while the detector's alert episode is open
-	// (detect.Verdict.Episode), or while the series stays beyond every
-	// estimate of normal it had before the move began
-	// (detect.Verdict.Shifted): the incident it alerted on goes on,
-	// whether or not this sample is anomalous.
-	held  bool
+	// held is set while the detector's alert episode is open
+	// (detect.Verdict.Episode, holdEpisode), or while the series stays
+	// beyond every estimate of normal it had before the move began
+	// (detect.Verdict.Shifted, holdMove), or lingers away from the
+	// normal it had at the alert (detect.Verdict.Lingering,
+	// holdLingering): the incident it alerted on goes on, whether or not
+	// this sample is anomalous. Empty otherwise.
+	held  string
 	value float64
+}
+
+// What holds a firing alert whose condition is false (alertState.HeldBy,
+// heldBy in /api/v1/alerts).
+const (
+	holdEpisode       = "episode"         // the detector's incident is open
+	holdMove          = "move"            // the series is beyond every estimate of normal from before the move
+	holdLingering     = "lingering"       // the series lingers away from the normal the alert fired against
+	holdKeepFiringFor = "keep_firing_for" // the rule's keep_firing_for has not passed
+)
+
+// holdOf is the reason a verdict holds an alert, or "" when it does not.
+func holdOf(v detect.Verdict) string {
+	switch {
+	case v.Episode:
+		return holdEpisode
+	case v.Shifted:
+		return holdMove
+	case v.Lingering:
+		return holdLingering
+	}
+	return ""
 }
 
 // step advances the state machine at ts. It returns true when the alert is
@@ -89,7 +116,7 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 	}
 	switch {
 	case c.active:
-		a.KeepFiringSince = time.Time{}
+		a.KeepFiringSince, a.HeldBy = time.Time{}, ""
 		switch a.State {
 		case model.StateInactive, model.StateWarmingUp, model.StateResolved:
 			a.State = model.StatePending
@@ -123,18 +150,23 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 		// within an incident that comes in waves, which the detector has
 		// not seen calm for long enough to end. Resolving there and
 		// firing again at the next wave would page once per wave.
-		episode := c.held && c.known
+		episode := c.held != "" && c.known
 		if episode || r.KeepFiringFor > 0 {
 			if a.KeepFiringSince.IsZero() {
 				a.KeepFiringSince = ts
 			}
-			if episode || ts.Sub(a.KeepFiringSince) < r.KeepFiringFor {
+			if episode {
+				a.HeldBy = c.held
+				break
+			}
+			if ts.Sub(a.KeepFiringSince) < r.KeepFiringFor {
+				a.HeldBy = holdKeepFiringFor
 				break
 			}
 		}
 		a.State = model.StateResolved
 		a.ResolvedAt = ts
-		a.KeepFiringSince = time.Time{}
+		a.KeepFiringSince, a.HeldBy = time.Time{}, ""
 		a.noteUnrecovered(c)
 		a.transition(ts, lc)
 	case a.State == model.StatePending, a.State == model.StateInactive, a.State == model.StateWarmingUp:

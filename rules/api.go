@@ -73,6 +73,7 @@ func (rs *ruleState) apiAlerts(states stringSet) ([]apiAlert, int) {
 			FiredAt:         timePtr(firedAt(a)),
 			ResolvedAt:      timePtr(a.ResolvedAt),
 			KeepFiringSince: timePtr(a.KeepFiringSince),
+			HeldBy:          a.HeldBy,
 			Value:           strconv.FormatFloat(a.Value, 'e', -1, 64),
 			Flapping:        a.Flapping,
 			SuppressedBy:    a.SuppressedBy,

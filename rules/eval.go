@@ -286,7 +286,7 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 			o.verdict = v
 			o.cond.active = v.State == detect.StateAnomalous
 			o.cond.warming = v.State == detect.StateWarmingUp
-			o.cond.held = v.Episode || v.Shifted || v.Lingering
+			o.cond.held = holdOf(v)
 			if o.cond.active {
 				o.expl = univariateExplanation(r, v, s.F, ss.run)
 			}

@@ -386,13 +386,14 @@ func TestAutoLastingShiftIsOneIncident(t *testing.T) {
 		from, until int // the evaluations the queue is changed at
 		change      func(x, noise float64, k int) float64
 		unrecovered bool
+		heldBy      string // what /api/v1/alerts says holds the alert most of its hold
 	}{
-		{"doubled for good", 3 * perDay, 6 * perDay, doubled, true},
-		{"doubled for half an hour", 3*perDay + 40*60*4, 3*perDay + 40*60*4 + 120, doubled, false},
+		{"doubled for good", 3 * perDay, 6 * perDay, doubled, true, holdMove},
+		{"doubled for half an hour", 3*perDay + 40*60*4, 3*perDay + 40*60*4 + 120, doubled, false, ""},
 		// Changes that are no clean step, which the level follows: the
 		// series lingers away from the normal it had at the alert.
-		{"noise tripled for good", 3 * perDay, 6 * perDay, func(x, noise float64, _ int) float64 { return x + x/(1+0.03*noise)*0.06*noise }, false},
-		{"a rise of half over a day", 3 * perDay, 6 * perDay, func(x, _ float64, k int) float64 { return x * (1 + 0.5*min(float64(k)/perDay, 1)) }, true},
+		{"noise tripled for good", 3 * perDay, 6 * perDay, func(x, noise float64, _ int) float64 { return x + x/(1+0.03*noise)*0.06*noise }, false, holdLingering},
+		{"a rise of half over a day", 3 * perDay, 6 * perDay, func(x, _ float64, k int) float64 { return x * (1 + 0.5*min(float64(k)/perDay, 1)) }, true, holdLingering},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 6))
@@ -410,8 +411,15 @@ func TestAutoLastingShiftIsOneIncident(t *testing.T) {
 			m := autoQueueRule(t, vecSource(lset, func(string, time.Time) (float64, bool) { return vals[i], true }), rec)
 			var firing, resolved []*model.Alert
 			var apiUnrecovered []bool
+			heldBy := map[string]int{} // hourly, while firing
 			for ; i < n; i++ {
 				require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*15*time.Second)))
+				if i%240 == 0 {
+					as, _ := m.groups[0].rules[0].apiAlerts(stringSet{"firing": true})
+					for _, aa := range as {
+						heldBy[aa.HeldBy]++
+					}
+				}
 				for _, a := range rec.take() {
 					switch {
 					case i < tc.from:
@@ -436,7 +444,16 @@ func TestAutoLastingShiftIsOneIncident(t *testing.T) {
 				require.Greater(t, r.EndsAt.Sub(r.StartsAt), 23*time.Hour, "firing while the move lasts")
 			}
 			require.Equal(t, []bool{tc.unrecovered}, apiUnrecovered, "the API's alert at its resolve")
-			t.Logf("resolved after %s: %s", r.EndsAt.Sub(r.StartsAt), r.Explanation.Summary)
+			if tc.heldBy != "" {
+				most, hours := "", 0
+				for k, h := range heldBy {
+					if k != "" && h > hours {
+						most, hours = k, h
+					}
+				}
+				require.Equal(t, tc.heldBy, most, "held by, hourly: %v", heldBy)
+			}
+			t.Logf("resolved after %s, held by (hourly) %v: %s", r.EndsAt.Sub(r.StartsAt), heldBy, r.Explanation.Summary)
 		})
 	}
 }
@@ -1063,7 +1080,7 @@ func TestHeldAlertAndKeepFiringFor(t *testing.T) {
 		return a
 	}
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
-	held := condition{known: true, held: true}
+	held := condition{known: true, held: holdEpisode}
 	ended := condition{known: true}
 
 	// A long episode: held for ten minutes, then resolved at its end,
@@ -1073,10 +1090,12 @@ func TestHeldAlertAndKeepFiringFor(t *testing.T) {
 		a.step(at(m), held, r, lc)
 		require.Equal(t, model.StateFiring, a.State, "minute %d", m)
 		require.Equal(t, at(1), a.KeepFiringSince, "the condition went false at the lull's start")
+		require.Equal(t, holdEpisode, a.HeldBy, "minute %d", m)
 	}
 	a.step(at(11), ended, r, lc)
 	require.Equal(t, model.StateResolved, a.State)
 	require.Equal(t, at(11), a.ResolvedAt)
+	require.Empty(t, a.HeldBy, "resolved")
 
 	// A short episode: it ends a minute into the lull, and
 	// keep_firing_for holds the alert a minute more.
@@ -1084,13 +1103,15 @@ func TestHeldAlertAndKeepFiringFor(t *testing.T) {
 	a.step(at(1), held, r, lc)
 	a.step(at(2), ended, r, lc)
 	require.Equal(t, model.StateFiring, a.State, "keep_firing_for has not passed")
+	require.Equal(t, holdKeepFiringFor, a.HeldBy)
 	a.step(at(3), ended, r, lc)
 	require.Equal(t, model.StateResolved, a.State)
 
 	// A new wave within the episode clears KeepFiringSince.
 	a = fire()
 	a.step(at(1), held, r, lc)
-	a.step(at(2), condition{active: true, known: true, held: true, value: 2}, r, lc)
+	a.step(at(2), condition{active: true, known: true, held: holdEpisode, value: 2}, r, lc)
 	require.True(t, a.KeepFiringSince.IsZero())
+	require.Empty(t, a.HeldBy, "firing on its own condition")
 	require.Equal(t, model.StateFiring, a.State)
 }

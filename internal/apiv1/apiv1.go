@@ -37,9 +37,15 @@ type Alert struct {
 	FiredAt         *time.Time        `json:"firedAt,omitempty"`
 	ResolvedAt      *time.Time        `json:"resolvedAt,omitempty"`
 	KeepFiringSince *time.Time        `json:"keepFiringSince,omitempty"`
-	Value           string            `json:"value"`
-	Flapping        bool              `json:"flapping,omitempty"`
-	SuppressedBy    string            `json:"suppressedBy,omitempty"`
+	// HeldBy says what keeps a firing alert firing while its condition
+	// is false: "episode" (the detector's incident is open), "move" (the
+	// series is beyond every estimate of normal from before the move),
+	// "lingering" (it lingers away from the normal the alert fired
+	// against) or "keep_firing_for".
+	HeldBy       string `json:"heldBy,omitempty"`
+	Value        string `json:"value"`
+	Flapping     bool   `json:"flapping,omitempty"`
+	SuppressedBy string `json:"suppressedBy,omitempty"`
 	// Unrecovered: resolved with the value still beyond the band the
 	// alert fired against (the detector took the new level for normal).
 	Unrecovered bool               `json:"unrecovered,omitempty"`

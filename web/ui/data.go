@@ -252,6 +252,15 @@ func (c *Console) statusData(*http.Request) (any, error) {
 	return p, err
 }
 
+// heldBy words each reason /api/v1/alerts gives in heldBy: a badge's
+// word and its title.
+var heldBy = map[string][2]string{
+	"episode":         {"incident open", "held while the detector's incident is open: it may come in waves, and the series has not been calm long enough to end it"},
+	"move":            {"moved", "held while the series stays beyond every estimate of normal it had before the move, for a day at most"},
+	"lingering":       {"lingering", "held while the series lingers away from the normal it had when the alert fired, for a day at most"},
+	"keep_firing_for": {"keep_firing_for", "held for the rule's keep_firing_for"},
+}
+
 // funcs are the templates' helpers.
 func (c *Console) funcs() template.FuncMap {
 	return template.FuncMap{
@@ -275,6 +284,13 @@ func (c *Console) funcs() template.FuncMap {
 				return "—"
 			}
 			return t.UTC().Format("2006-01-02 15:04:05Z")
+		},
+		"heldWord": func(by string) string { return heldBy[by][0] },
+		"heldWhy": func(by string) string {
+			if w, ok := heldBy[by]; ok {
+				return w[1]
+			}
+			return "held while the detector's incident lasts, while the series stays away from its earlier normal, or for keep_firing_for"
 		},
 		"seconds": func(s float64) string { return humanDuration(time.Duration(s * float64(time.Second))) },
 		"dur":     humanDuration,
