@@ -2404,7 +2404,11 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.sch.decode(r)
 	a.daily.decode(r)
 	a.decodeRegime(r)
-	a.decodeLinger(r)
+	if r.version >= 34 { // before, no normal was remembered (see snapshotOldest)
+		a.decodeLinger(r)
+	} else {
+		a.mem.forget()
+	}
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)
 		a.dayLik.decode(r)

@@ -147,10 +147,10 @@ func TestSnapshotRejectsBadInput(t *testing.T) {
 				{"truncated", snap[:len(snap)-3], "truncated"},
 				{"trailing bytes", append(append([]byte{}, snap...), 0), "trailing"},
 				{"future version", append([]byte{99}, snap[1:]...), "version 99"},
-				// A snapshot from before the last layout change (auto's
-				// spike path) is refused, and the agent starts that
-				// detector cold.
-				{"previous version", append([]byte{snapshotVersion - 1}, snap[1:]...), fmt.Sprintf("version %d", snapshotVersion-1)},
+				// A snapshot older than the oldest format read is
+				// refused, and the agent starts that detector cold
+				// (TestAutoSnapshotUpgrade reads the oldest).
+				{"older version", append([]byte{snapshotOldest - 1}, snap[1:]...), fmt.Sprintf("version %d", snapshotOldest-1)},
 			}
 			for _, tt := range tests {
 				err := newDetector(t, kind).UnmarshalBinary(tt.b)

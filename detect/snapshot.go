@@ -13,6 +13,14 @@ import (
 // config is refused. Bump snapshotVersion when any layout changes.
 const snapshotVersion = 34 // 2: auto keeps the time of its first sample; storm and surge remember their episode. 3: auto's spike path and the level at its records. 4: auto's peak below the threshold. 5: auto's offsets from the level per time of day. 6: auto's slope. 7: auto's spike-path excursion length. 8: auto's previous timestamp. 9: auto's day profile and time zone. 10: the profile's week. 11: auto's departures from a repeated value. 12: auto's schedule of excursions. 13: whether the excursion under way was checked against it. 14: which of the schedule's excursions would alert. 15: auto's spike baseline's trend. 16: auto's count of jumps. 17: auto's sampling interval. 18: the profile's rise per day and its slices' ages. 19: whether auto's records were set in an episode. 20: auto's previous change from the sample before. 21: auto's spike-path crossings by time of day. 22: the lattice of auto's counts. 23: the cycle auto found in a series without a clock. 24: auto's last jumps, for steps the day repeats. 25: the value such a step left. 26: the bar a glitch-sized record replaced. 27: the plain kinds' range of values. 28: auto's run towards a new regime. 29: whether auto's wild record was a drop to 0. 30: the zeros held after it. 31: when auto's series last fell to 0. 32: finer than a minute, how well the level and the hour predict each slice. 33: a run of gaps towards a new interval. 34: the normal at auto's latest alert, while the series lingers away from it
 
+// snapshotOldest is the oldest format restored. A change that appends
+// fields with a neutral value (one that a series without them has)
+// reads the format before it as well, so that an upgrade across it
+// keeps what every detector has learnt; any other change sets it to
+// snapshotVersion, and an upgrade across that starts detectors cold.
+// 33 is read as 34 with no normal remembered at an alert.
+const snapshotOldest = 33
+
 // ErrSnapshot is wrapped by every snapshot restore error.
 var ErrSnapshot = errors.New("invalid detector snapshot")
 
@@ -46,8 +54,9 @@ func (e *encoder) str(v string) {
 }
 
 type decoder struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	version byte // the snapshot's format, snapshotOldest to snapshotVersion
 }
 
 // newDecoder checks the version and kind header.
@@ -55,8 +64,8 @@ func newDecoder(kind string, b []byte) (*decoder, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: too short", ErrSnapshot)
 	}
-	if b[0] != snapshotVersion {
-		return nil, fmt.Errorf("%w: version %d, want %d", ErrSnapshot, b[0], snapshotVersion)
+	if b[0] < snapshotOldest || b[0] > snapshotVersion {
+		return nil, fmt.Errorf("%w: version %d, want %d to %d", ErrSnapshot, b[0], snapshotOldest, snapshotVersion)
 	}
 	n := int(b[1])
 	if len(b) < 2+n {
@@ -65,7 +74,7 @@ func newDecoder(kind string, b []byte) (*decoder, error) {
 	if got := string(b[2 : 2+n]); got != kind {
 		return nil, fmt.Errorf("%w: made by detector %q, not %q", ErrSnapshot, got, kind)
 	}
-	return &decoder{b: b[2+n:]}, nil
+	return &decoder{b: b[2+n:], version: b[0]}, nil
 }
 
 // take returns the next n bytes, or nil (recording the error) when
