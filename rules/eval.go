@@ -642,7 +642,7 @@ func (rs *ruleState) wake(key uint64) *seriesState {
 		return nil
 	}
 	delete(rs.dormant, key)
-	if !rs.restore(ss, ss.snap) {
+	if rs.restore(ss, ss.snap) != nil { // it starts cold
 		return nil
 	}
 	ss.snap = nil

@@ -303,7 +303,7 @@ func (m *Manager) swap(cfg Config, groups []*Group, sources map[string]datasourc
 	if m.restore != nil {
 		// The first rules loaded claim the saved state; what is left
 		// belongs to rules that no longer exist and is dropped.
-		m.restore.apply(next)
+		m.restore.apply(next, m.logger)
 		m.restore = nil
 	}
 	old := m.groups

@@ -3,6 +3,7 @@ package rules
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -93,8 +94,10 @@ func (s *stateDB) load() (*savedState, error) {
 }
 
 // apply restores saved state into rules that have none yet, and forgets
-// what it used.
-func (st *savedState) apply(groups []*groupState) {
+// what it used. A rule some of whose snapshots do not restore (of a
+// format an upgrade no longer reads, say) is logged to logger: those
+// detectors start cold.
+func (st *savedState) apply(groups []*groupState, logger *slog.Logger) {
 	for _, g := range groups {
 		for rs, k := range ruleKeys(g) {
 			rs.mu.Lock()
@@ -105,7 +108,10 @@ func (st *savedState) apply(groups []*groupState) {
 			if rs.rule.Detector != nil && len(rs.series) == 0 {
 				dk := detectorKey(k, rs.rule.Detector.Hash)
 				if saved, ok := st.detectors[dk]; ok {
-					rs.restoreDetectors(saved)
+					if failed, err := rs.restoreDetectors(saved); failed > 0 {
+						logger.Warn("detector snapshots not restored; those detectors start cold", "group", g.spec.Name, "file", g.spec.File,
+							"rule", rs.rule.Name, "not_restored", failed, "saved", len(saved), "err", err)
+					}
 					delete(st.detectors, dk)
 				}
 			}
@@ -115,34 +121,46 @@ func (st *savedState) apply(groups []*groupState) {
 }
 
 // restoreDetectors rebuilds detector instances from snapshots; a snapshot
-// that does not restore is dropped (that detector starts cold).
-func (rs *ruleState) restoreDetectors(saved map[uint64]*savedSeries) {
+// that does not restore is dropped (that detector starts cold). It
+// returns how many were dropped, and the first one's error.
+func (rs *ruleState) restoreDetectors(saved map[uint64]*savedSeries) (failed int, first error) {
 	for key, s := range saved {
 		ss := &seriesState{labels: s.Labels, lastSeen: s.LastSeen, run: s.Run, recent: s.Recent, last: s.Last}
-		if rs.restore(ss, s.State) {
-			rs.series[key] = ss
+		if err := rs.restore(ss, s.State); err != nil {
+			if failed++; first == nil {
+				first = err
+			}
+			continue
 		}
+		rs.series[key] = ss
 	}
+	return failed, first
 }
 
 // restore gives ss a detector of the rule's kind restored from state,
-// and reports whether state restored.
-func (rs *ruleState) restore(ss *seriesState, state []byte) bool {
+// or says why state does not restore.
+func (rs *ruleState) restore(ss *seriesState, state []byte) error {
 	d := rs.rule.Detector
 	if d.Composite() {
 		c, err := d.Config.(detect.CompositeConfig).New()
-		if err != nil || c.UnmarshalBinary(state) != nil {
-			return false
+		if err == nil {
+			err = c.UnmarshalBinary(state)
+		}
+		if err != nil {
+			return err
 		}
 		ss.comp = c
-		return true
+		return nil
 	}
 	det, err := d.Config.(detect.UnivariateConfig).New()
-	if err != nil || det.UnmarshalBinary(state) != nil {
-		return false
+	if err == nil {
+		err = det.UnmarshalBinary(state)
+	}
+	if err != nil {
+		return err
 	}
 	ss.det = det
-	return true
+	return nil
 }
 
 // marshal returns ss's detector state: its snapshot while dormant.
