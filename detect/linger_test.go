@@ -91,13 +91,7 @@ func TestAutoLingerSnapshot(t *testing.T) {
 	}
 	require.Positive(t, cut, "never lingering outside an episode")
 	require.True(t, d.mem.on)
-	snap, err := d.MarshalBinary()
-	require.NoError(t, err)
-	r := NewAuto(cfg)
-	require.NoError(t, r.UnmarshalBinary(snap))
-	again, err := r.MarshalBinary()
-	require.NoError(t, err)
-	require.Equal(t, snap, again, "snapshot after restoring")
+	r := restoredAuto(t, d, cfg)
 	require.Equal(t, d.last, r.last)
 	ended := false
 	for i := cut; i < len(xs); i++ {

@@ -98,13 +98,7 @@ func TestAutoRegimeSnapshot(t *testing.T) {
 		d.Observe(int64(i)*step, xs[i])
 	}
 	require.NotZero(t, d.reg.side, "a run under way at the cut")
-	snap, err := d.MarshalBinary()
-	require.NoError(t, err)
-	r := NewAuto(cfg)
-	require.NoError(t, r.UnmarshalBinary(snap))
-	again, err := r.MarshalBinary()
-	require.NoError(t, err)
-	require.Equal(t, snap, again, "snapshot after restoring")
+	r := restoredAuto(t, d, cfg)
 	began := false
 	for i := cut; i < len(xs); i++ {
 		require.Equal(t, d.Observe(int64(i)*step, xs[i]), r.Observe(int64(i)*step, xs[i]), "row %d", i)
@@ -113,6 +107,20 @@ func TestAutoRegimeSnapshot(t *testing.T) {
 	}
 	require.True(t, began, "the run ended")
 	require.InDelta(t, 2, r.level.Loc()/autoLevelAfter(t, cfg, xs[:change], step), 0.3, "the level doubled")
+}
+
+// restoredAuto is a detector of config cfg restored from d's snapshot,
+// whose own snapshot is the same bytes.
+func restoredAuto(t *testing.T, d *Auto, cfg AutoConfig) *Auto {
+	t.Helper()
+	snap, err := d.MarshalBinary()
+	require.NoError(t, err)
+	r := NewAuto(cfg)
+	require.NoError(t, r.UnmarshalBinary(snap))
+	again, err := r.MarshalBinary()
+	require.NoError(t, err)
+	require.Equal(t, snap, again, "snapshot after restoring")
+	return r
 }
 
 // autoLevelAfter is the level of a fresh detector after xs.
