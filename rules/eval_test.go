@@ -304,7 +304,7 @@ func TestAnomalyAlertCarriesExplanation(t *testing.T) {
 // autoQueueRule returns a rule manager, closed with the test, with one
 // anomaly rule "Queue" over the series queue from src, judged by the
 // real auto detector; what it sends goes to rec.
-func autoQueueRule(t *testing.T, src *fakeSource, rec *recorder) *Manager {
+func autoQueueRule(t testing.TB, src *fakeSource, rec *recorder) *Manager {
 	t.Helper()
 	m, err := NewManager(Options{Source: src, Notify: rec.notify, OnTransition: rec.onTransition, Lookup: detect.Lookup, Kinds: detect.Kinds})
 	require.NoError(t, err)
