@@ -70,9 +70,9 @@ const (
 // A window of Calm samples at 15 s, five minutes, saw tripled noise
 // come back within its normal often enough to page 7 times, and the
 // rise 5; the quarter hour pages 4 and 4, and resolves a half-hour
-// doubling 13 minutes after it ended rather than 7 to 12. At a minute and slower the window
-// is Calm samples, as long as the calm that ends an episode, and
-// resolves when it did.
+// doubling 13 minutes after it ended rather than 7 to 12. At a minute
+// and slower the window is Calm samples, as long as the calm that ends
+// an episode, and resolves when it did.
 const lingerSpan = 15 * 60 * 1000
 
 // fitLinger fits the window to the interval between samples.
