@@ -3,6 +3,7 @@ package detect
 import (
 	"math"
 	"math/bits"
+	"time"
 )
 
 // An incident that changes a series for longer than an episode is still
@@ -51,6 +52,11 @@ type linger struct {
 	loc, scale, slope float64
 	day               []EWMA
 }
+
+// LingerFor is how long auto remembers the normal a series had at an
+// alert, at most: a day. A rule holding an alert on Verdict.Lingering
+// resolves it then (rules notes it as unrecovered).
+const LingerFor = 24 * time.Hour
 
 // lingerZ is how many of the remembered normal's spreads from it a
 // sample is beyond it, and lingerShare the share of the window beyond
@@ -110,7 +116,7 @@ func (a *Auto) remember(ts int64, floor float64) {
 func (a *Auto) lingerStep(ts int64, x, floor float64, day *EWMA, slot int) {
 	m := &a.mem
 	m.lingering = false
-	if ts-m.since >= dayMs {
+	if ts-m.since >= LingerFor.Milliseconds() {
 		m.forget()
 		return
 	}

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -164,10 +165,11 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 				break
 			}
 		}
+		lingered := a.HeldBy == holdLingering && ts.Sub(a.ActiveAt) >= detect.LingerFor
 		a.State = model.StateResolved
 		a.ResolvedAt = ts
 		a.KeepFiringSince, a.HeldBy = time.Time{}, ""
-		a.noteUnrecovered(c)
+		a.noteUnrecovered(c, lingered)
 		a.transition(ts, lc)
 	case a.State == model.StatePending, a.State == model.StateInactive, a.State == model.StateWarmingUp:
 		if c.warming && c.known {
@@ -187,12 +189,16 @@ func (a *alertState) step(ts time.Time, c condition, r *Rule, lc Lifecycle) (dro
 
 // noteUnrecovered marks an anomaly alert that resolves with its value
 // (c, known) still beyond the normal band it fired against, on the side
-// it fired for, and says so in its explanation's summary. An adaptive
-// detector ends an incident once it has learnt the new level: a latency
-// doubled for good by a deploy is the series' new normal a day later
-// (detect, "A lasting change: a new regime"), and before this the
-// resolve read as a recovery.
-func (a *alertState) noteUnrecovered(c condition) {
+// it fired for, or that was held until then by its series lingering
+// away from the normal it had at the alert, for as long as the detector
+// remembers that normal (lingered; detect.LingerFor), and says so in its
+// explanation's summary. An adaptive detector ends an incident once it
+// has learnt the new level: a latency doubled for good by a deploy is
+// the series' new normal a day later (detect, "A lasting change: a new
+// regime"), and before this the resolve read as a recovery. So did a
+// noise that stayed three times what it was: its value at the resolve
+// may lie within the band.
+func (a *alertState) noteUnrecovered(c condition, lingered bool) {
 	f := a.Fired
 	if f == nil || !c.known || a.Explanation == nil {
 		return
@@ -203,14 +209,26 @@ func (a *alertState) noteUnrecovered(c condition) {
 		side = "above"
 	case v < f.Lower && f.Direction != detect.DirUp:
 		side = "below"
-	default:
+	case !lingered:
 		return
 	}
 	a.Unrecovered = true
 	e := *a.Explanation
 	n := fmtNums(v, f.Lower, f.Upper)
-	e.Summary += fmt.Sprintf("; resolved without recovering: %s is still %s the normal range of %s to %s it had when the alert fired, and the detector now takes it for normal", n[0], side, n[1], n[2])
+	if side != "" {
+		e.Summary += fmt.Sprintf("; resolved without recovering: %s is still %s the normal range of %s to %s it had when the alert fired, and the detector now takes it for normal", n[0], side, n[1], n[2])
+	} else {
+		e.Summary += fmt.Sprintf("; resolved without recovering: for %s the series stayed away from the normal it had when the alert fired (%s to %s), and the detector now takes it for normal", humanHours(detect.LingerFor), n[1], n[2])
+	}
 	a.Explanation = &e
+}
+
+// humanHours writes d in hours ("a day" for 24).
+func humanHours(d time.Duration) string {
+	if d == 24*time.Hour {
+		return "a day"
+	}
+	return strconv.FormatFloat(d.Hours(), 'f', -1, 64) + " hours"
 }
 
 func (a *alertState) transition(ts time.Time, lc Lifecycle) {

@@ -392,7 +392,7 @@ func TestAutoLastingShiftIsOneIncident(t *testing.T) {
 		{"doubled for half an hour", 3*perDay + 40*60*4, 3*perDay + 40*60*4 + 120, doubled, false, ""},
 		// Changes that are no clean step, which the level follows: the
 		// series lingers away from the normal it had at the alert.
-		{"noise tripled for good", 3 * perDay, 6 * perDay, func(x, noise float64, _ int) float64 { return x + x/(1+0.03*noise)*0.06*noise }, false, holdLingering},
+		{"noise tripled for good", 3 * perDay, 6 * perDay, func(x, noise float64, _ int) float64 { return x + x/(1+0.03*noise)*0.06*noise }, true, holdLingering},
 		{"a rise of half over a day", 3 * perDay, 6 * perDay, func(x, _ float64, k int) float64 { return x * (1 + 0.5*min(float64(k)/perDay, 1)) }, true, holdLingering},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1114,4 +1114,38 @@ func TestHeldAlertAndKeepFiringFor(t *testing.T) {
 	require.True(t, a.KeepFiringSince.IsZero())
 	require.Empty(t, a.HeldBy, "firing on its own condition")
 	require.Equal(t, model.StateFiring, a.State)
+}
+
+// TestLingeredAlertResolvesUnrecovered: an alert held by its series
+// lingering away from the normal it fired against resolves marked
+// unrecovered when the detector's memory of that normal runs out
+// (detect.LingerFor after the alert), though its value lies within the
+// band, as a tripled noise's may; one whose lingering ended sooner (the
+// series came back) resolves as a recovery.
+func TestLingeredAlertResolvesUnrecovered(t *testing.T) {
+	r := &Rule{}
+	lc := Lifecycle{FlapWindow: time.Hour, ResolvedRetention: time.Hour}
+	for _, tc := range []struct {
+		held        time.Duration
+		unrecovered bool
+	}{
+		{2 * time.Hour, false},
+		{detect.LingerFor, true},
+	} {
+		a := &alertState{Explanation: &model.Explanation{Summary: "Q: noisy"}}
+		a.Verdict = detect.Verdict{Lower: 90, Upper: 110, Direction: detect.DirUp}
+		a.step(t0, condition{active: true, known: true, value: 130}, r, lc)
+		require.Equal(t, model.StateFiring, a.State)
+		a.step(t0.Add(time.Minute), condition{known: true, held: holdLingering, value: 95}, r, lc)
+		require.Equal(t, model.StateFiring, a.State, "held")
+		require.Equal(t, holdLingering, a.HeldBy)
+		a.step(t0.Add(tc.held), condition{known: true, value: 101}, r, lc)
+		require.Equal(t, model.StateResolved, a.State)
+		require.Equal(t, tc.unrecovered, a.Unrecovered, "held %s", tc.held)
+		if tc.unrecovered {
+			require.Equal(t, "Q: noisy; resolved without recovering: for a day the series stayed away from the normal it had when the alert fired (90 to 110), and the detector now takes it for normal", a.Explanation.Summary)
+		} else {
+			require.Equal(t, "Q: noisy", a.Explanation.Summary)
+		}
+	}
 }
