@@ -28,6 +28,10 @@ import (
 // recentLen is how many recent values an alert carries for sparklines.
 const recentLen = 30
 
+// minUnchanged is how many evaluations in a row of the same value an
+// anomaly alert's summary names (see univariateExplanation).
+const minUnchanged = 5
+
 // Transition is one alert state change, as replay and tests report it.
 type Transition struct {
 	Time   time.Time
@@ -62,6 +66,20 @@ type seriesState struct {
 	// snap is a dormant detector's state (see release): det and comp are
 	// nil meanwhile, and a snapshot is smaller than the detector.
 	snap []byte
+}
+
+// unchanged is how many of the latest values, the current one
+// included, are the same value (at most recentLen).
+func (s *seriesState) unchanged() int {
+	n := len(s.recent)
+	if n == 0 {
+		return 0
+	}
+	same := 1
+	for i := n - 2; i >= 0 && s.recent[i] == s.recent[n-1]; i-- {
+		same++
+	}
+	return same
 }
 
 func (s *seriesState) push(v float64) {
@@ -288,7 +306,7 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 			o.cond.warming = v.State == detect.StateWarmingUp
 			o.cond.held = holdOf(v)
 			if o.cond.active {
-				o.expl = univariateExplanation(r, v, s.F, ss.run)
+				o.expl = univariateExplanation(r, v, s.F, ss.run, ss.unchanged())
 			}
 		} else {
 			o.cond.active = true
@@ -978,7 +996,7 @@ func (rs *ruleState) toModel(a *alertState, ts time.Time) *model.Alert {
 
 // univariateExplanation describes a univariate verdict: a spike or dip
 // while it is young, a level shift once it persists.
-func univariateExplanation(r *Rule, v detect.Verdict, value float64, run int) *model.Explanation {
+func univariateExplanation(r *Rule, v detect.Verdict, value float64, run, unchanged int) *model.Explanation {
 	kind := "spike"
 	switch {
 	case run >= 3:
@@ -997,6 +1015,16 @@ func univariateExplanation(r *Rule, v detect.Verdict, value float64, run int) *m
 	summary := fmt.Sprintf("%s: %s %s, expected %s (normal %s to %s)", r.Name, what, n[0], n[1], n[2], n[3])
 	if why := evidenceWords(v.Evidence); why != "" {
 		summary += "; " + why
+	}
+	if unchanged >= minUnchanged {
+		// A value that has stopped moving is the likeliest cause of an
+		// alert on a series that used to move: an exporter that hangs
+		// keeps serving its last value, and "unusual for this time of
+		// day" alone did not say so.
+		summary += fmt.Sprintf("; unchanged at %s for the last %d evaluations", n[0], unchanged)
+		if unchanged == recentLen {
+			summary += " or more"
+		}
 	}
 	return &model.Explanation{
 		Detector:  r.Detector.Type,

@@ -1005,8 +1005,14 @@ func TestExplanationSummary(t *testing.T) {
 		{detect.Verdict{Expected: 0, Lower: 0, Upper: 0, Direction: detect.DirNone}, 0, 1,
 			"Q: value 0, expected 0 (normal 0 to 0)"},
 	} {
-		require.Equal(t, tt.want, univariateExplanation(r, tt.v, tt.value, tt.run).Summary)
+		require.Equal(t, tt.want, univariateExplanation(r, tt.v, tt.value, tt.run, 1).Summary)
 	}
+	// A value that has stopped moving says so, from minUnchanged
+	// evaluations; a full sparkline of it, "or more".
+	v := detect.Verdict{Expected: 103.6, Lower: 93.1, Upper: 114.1, Direction: detect.DirDown, Evidence: detect.EvidenceTimeOfDay}
+	require.Equal(t, "Q: value 100, expected 103.6 (normal 93.1 to 114.1); unusual for this time of day", univariateExplanation(r, v, 100, 1, minUnchanged-1).Summary)
+	require.Equal(t, "Q: value 100, expected 103.6 (normal 93.1 to 114.1); unusual for this time of day; unchanged at 100 for the last 5 evaluations", univariateExplanation(r, v, 100, 1, minUnchanged).Summary)
+	require.Equal(t, "Q: value 100, expected 103.6 (normal 93.1 to 114.1); unusual for this time of day; unchanged at 100 for the last 30 evaluations or more", univariateExplanation(r, v, 100, 1, recentLen).Summary)
 }
 
 // TestAutoOutageInWavesIsOneIncident: an auto rule over an outage that
@@ -1148,4 +1154,36 @@ func TestLingeredAlertResolvesUnrecovered(t *testing.T) {
 			require.Equal(t, "Q: noisy", a.Explanation.Summary)
 		}
 	}
+}
+
+// TestAutoStuckValueSaysUnchanged: a queue on a daily cycle, evaluated
+// every 15 s, that freezes at one value (an exporter that hung) pages
+// where its hour no longer expects that value, and the page says the
+// value has not moved.
+func TestAutoStuckValueSaysUnchanged(t *testing.T) {
+	const perDay = 5760
+	lset := labels.FromStrings("__name__", "queue", "pool", "io")
+	rng := rand.New(rand.NewPCG(1, 6))
+	vals := make([]float64, 3*perDay+perDay/8)
+	for i := range vals {
+		vals[i] = 100 * (1 + 0.3*math.Sin(2*math.Pi*float64(i)/perDay)) * (1 + 0.03*rng.NormFloat64())
+		if i >= 3*perDay {
+			vals[i] = 100
+		}
+	}
+	i := 0
+	rec := &recorder{}
+	m := autoQueueRule(t, vecSource(lset, func(string, time.Time) (float64, bool) { return vals[i], true }), rec)
+	var page *model.Alert
+	for ; i < len(vals) && page == nil; i++ {
+		require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*15*time.Second)))
+		for _, a := range rec.take() {
+			if a.State == model.StateFiring && i >= 3*perDay {
+				page = a
+			}
+		}
+	}
+	require.NotNil(t, page, "the frozen value never paged")
+	require.Contains(t, page.Explanation.Summary, "; unchanged at 100 for the last 30 evaluations or more")
+	t.Logf("paged %s after the freeze: %s", time.Duration(i-3*perDay)*15*time.Second, page.Explanation.Summary)
 }
