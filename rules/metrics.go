@@ -36,7 +36,10 @@ type groupMetrics struct {
 	// dormantEvictions counts dormant detectors forgotten past
 	// dormant_limit (see ruleState.evictDormant).
 	dormantEvictions *metrics.Counter
-	duration         *metrics.PrometheusHistogram
+	// notRestored counts saved detector snapshots that did not restore
+	// at start (see savedState.apply): those detectors started cold.
+	notRestored *metrics.Counter
+	duration    *metrics.PrometheusHistogram
 }
 
 func newManagerMetrics(set *metrics.Set, m *Manager) *managerMetrics {
@@ -96,6 +99,7 @@ func (mm *managerMetrics) group(g *Group) *groupMetrics {
 			"seismo_rules_group_evaluation_duration_seconds" + l,
 			"seismo_rules_group_warm_starts_total" + l,
 			"seismo_rules_group_dormant_evictions_total" + l,
+			"seismo_rules_group_snapshots_not_restored_total" + l,
 		},
 	}
 	gm.evals = mm.set.GetOrCreateCounter(gm.names[0])
@@ -104,6 +108,7 @@ func (mm *managerMetrics) group(g *Group) *groupMetrics {
 	gm.duration = mm.set.GetOrCreatePrometheusHistogramExt(gm.names[3], durationBuckets)
 	gm.warmStarts = mm.set.GetOrCreateCounter(gm.names[4])
 	gm.dormantEvictions = mm.set.GetOrCreateCounter(gm.names[5])
+	gm.notRestored = mm.set.GetOrCreateCounter(gm.names[6])
 	mm.groups[k] = gm
 	return gm
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
@@ -36,12 +37,12 @@ func TestSnapshotNotRestoredIsLogged(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dataDir := t.TempDir()
 			ctx := context.Background()
-			newManager := func(logger *slog.Logger) *Manager {
-				m, err := NewManager(Options{Source: src, Lookup: detect.Lookup, Kinds: detect.Kinds, DataDir: dataDir, Logger: logger})
+			newManager := func(logger *slog.Logger, set *metrics.Set) *Manager {
+				m, err := NewManager(Options{Source: src, Lookup: detect.Lookup, Kinds: detect.Kinds, DataDir: dataDir, Logger: logger, Metrics: set})
 				require.NoError(t, err)
 				return m
 			}
-			m := newManager(nil)
+			m := newManager(nil, nil)
 			cfg := testConfig(writeRules(t, t.TempDir(), "r.yml", "groups: [{name: g, rules: [{anomaly: Queue, expr: queue, detector: {type: auto}}]}]"))
 			require.NoError(t, m.ApplyConfig(cfg))
 			for i := range 200 {
@@ -73,11 +74,17 @@ func TestSnapshotNotRestoredIsLogged(t *testing.T) {
 			}
 
 			var log bytes.Buffer
-			m2 := newManager(slog.New(slog.NewTextHandler(&log, nil)))
+			set := metrics.NewSet()
+			m2 := newManager(slog.New(slog.NewTextHandler(&log, nil)), set)
 			defer m2.Close()
 			require.NoError(t, m2.ApplyConfig(cfg))
 			rs := m2.groups[0].rules[0]
 			require.Equal(t, tc.cold, len(rs.series) == 0, "cold")
+			notRestored := "0"
+			if tc.cold {
+				notRestored = "1"
+			}
+			require.Equal(t, notRestored, metricValue(t, set, `seismo_rules_group_snapshots_not_restored_total{file="`+cfg.Files[0]+`",group="g"}`))
 			if !tc.cold {
 				require.NotContains(t, log.String(), "not restored")
 				return

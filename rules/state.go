@@ -95,7 +95,8 @@ func (s *stateDB) load() (*savedState, error) {
 
 // apply restores saved state into rules that have none yet, and forgets
 // what it used. A rule some of whose snapshots do not restore (of a
-// format an upgrade no longer reads, say) is logged to logger: those
+// format an upgrade no longer reads, say) is logged to logger and
+// counted in seismo_rules_group_snapshots_not_restored_total: those
 // detectors start cold.
 func (st *savedState) apply(groups []*groupState, logger *slog.Logger) {
 	for _, g := range groups {
@@ -111,6 +112,9 @@ func (st *savedState) apply(groups []*groupState, logger *slog.Logger) {
 					if failed, err := rs.restoreDetectors(saved); failed > 0 {
 						logger.Warn("detector snapshots not restored; those detectors start cold", "group", g.spec.Name, "file", g.spec.File,
 							"rule", rs.rule.Name, "not_restored", failed, "saved", len(saved), "err", err)
+						if m := g.env.metrics; m != nil {
+							m.notRestored.Add(failed)
+						}
 					}
 					delete(st.detectors, dk)
 				}
