@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/seismo-agent/seismo/detect"
+	"github.com/seismo-agent/seismo/internal/apiv1"
 	"github.com/seismo-agent/seismo/internal/model"
 )
 
@@ -87,13 +88,13 @@ type condition struct {
 	value float64
 }
 
-// What holds a firing alert whose condition is false (alertState.HeldBy,
-// heldBy in /api/v1/alerts).
+// What holds a firing alert whose condition is false (alertState.HeldBy):
+// the API's words, which the console reads.
 const (
-	holdEpisode       = "episode"         // the detector's incident is open
-	holdMove          = "move"            // the series is beyond every estimate of normal from before the move
-	holdLingering     = "lingering"       // the series lingers away from the normal the alert fired against
-	holdKeepFiringFor = "keep_firing_for" // the rule's keep_firing_for has not passed
+	holdEpisode       = apiv1.HeldByEpisode
+	holdMove          = apiv1.HeldByMove
+	holdLingering     = apiv1.HeldByLingering
+	holdKeepFiringFor = apiv1.HeldByKeepFiringFor
 )
 
 // holdOf is the reason a verdict holds an alert, or "" when it does not.

@@ -22,6 +22,14 @@ type Response struct {
 	Error     string `json:"error,omitempty"`
 }
 
+// What holds a firing alert whose condition is false (Alert.HeldBy).
+const (
+	HeldByEpisode       = "episode"         // the detector's incident is open
+	HeldByMove          = "move"            // the series is beyond every estimate of normal from before the move
+	HeldByLingering     = "lingering"       // the series lingers away from the normal the alert fired against
+	HeldByKeepFiringFor = "keep_firing_for" // the rule's keep_firing_for has not passed
+)
+
 // Band is a detector's expected band at the alert's last evaluation.
 type Band struct {
 	Lower float64 `json:"lower"`
@@ -38,10 +46,7 @@ type Alert struct {
 	ResolvedAt      *time.Time        `json:"resolvedAt,omitempty"`
 	KeepFiringSince *time.Time        `json:"keepFiringSince,omitempty"`
 	// HeldBy says what keeps a firing alert firing while its condition
-	// is false: "episode" (the detector's incident is open), "move" (the
-	// series is beyond every estimate of normal from before the move),
-	// "lingering" (it lingers away from the normal the alert fired
-	// against) or "keep_firing_for".
+	// is false: one of the HeldBy constants.
 	HeldBy       string `json:"heldBy,omitempty"`
 	Value        string `json:"value"`
 	Flapping     bool   `json:"flapping,omitempty"`

@@ -255,10 +255,10 @@ func (c *Console) statusData(*http.Request) (any, error) {
 // heldBy words each reason /api/v1/alerts gives in heldBy: a badge's
 // word and its title.
 var heldBy = map[string][2]string{
-	"episode":         {"incident open", "held while the detector's incident is open: it may come in waves, and the series has not been calm long enough to end it"},
-	"move":            {"moved", "held while the series stays beyond every estimate of normal it had before the move, for a day at most"},
-	"lingering":       {"lingering", "held while the series lingers away from the normal it had when the alert fired, for a day at most"},
-	"keep_firing_for": {"keep_firing_for", "held for the rule's keep_firing_for"},
+	apiv1.HeldByEpisode:       {"incident open", "held while the detector's incident is open: it may come in waves, and the series has not been calm long enough to end it"},
+	apiv1.HeldByMove:          {"moved", "held while the series stays beyond every estimate of normal it had before the move, for a day at most"},
+	apiv1.HeldByLingering:     {"lingering", "held while the series lingers away from the normal it had when the alert fired, for a day at most"},
+	apiv1.HeldByKeepFiringFor: {"keep_firing_for", "held for the rule's keep_firing_for"},
 }
 
 // funcs are the templates' helpers.
