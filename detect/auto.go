@@ -404,6 +404,13 @@ type Auto struct {
 	// The normal the series had at the latest episode's alert, while it
 	// lingers away from it (see linger).
 	mem linger
+	// The run of repeated values under way, and how long runs are on
+	// this series (see frozen); the least run that may be a freeze and
+	// alertP, the threshold's tail probability, are derived from the
+	// config.
+	frz      frozen
+	frzLeast uint32
+	alertP   float64
 }
 
 // NewAuto returns a detector for a valid config (see AutoConfig.Validate).
@@ -434,7 +441,9 @@ func NewAuto(c AutoConfig) *Auto {
 	// The z of a score of half the threshold and of the threshold, at
 	// least 1: the likelihoods report a z below 1 as 0, calm.
 	a.depZ = maxf(NormalTailZ(a.calmP), 1)
-	a.alertZ = maxf(NormalTailZ(tailAtScore(c.Threshold)), 1)
+	a.alertP = tailAtScore(c.Threshold)
+	a.frzLeast = uint32(max(c.Calm, frozenLeast))
+	a.alertZ = maxf(NormalTailZ(a.alertP), 1)
 	// Validate has checked the zone; a config that was not validated
 	// keeps UTC for a zone that does not load.
 	a.zone = newZoneClock(c.TimeZone)
@@ -460,6 +469,15 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// (see glitch): held as a missing sample is, but judged as the
 		// drop was, so an alert on it lasts while the zeros do; no new
 		// evidence.
+		v := a.last
+		v.Score, v.Evidence = 0, EvidenceNone
+		return v
+	}
+	if a.frz.on && x == a.prev {
+		// Still frozen (see frozen): the repeats carry nothing about the
+		// series and are held as missing samples are, so that nothing
+		// learns the stuck value; an alert on it lasts while they do.
+		a.frz.run++
 		v := a.last
 		v.Score, v.Evidence = 0, EvidenceNone
 		return v
@@ -869,12 +887,36 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if z == 0 {
 			a.dep.value = x
 		}
+		// A run of repeats: how long it is, against how long runs are
+		// on this series (see frozen). A freeze keeps the episode it
+		// opened from ending while it lasts.
+		if a.frz.run == 0 {
+			a.frz.share = float32(a.dep.same)
+			if a.n <= uint64(c.WarmUp) { // not learnt yet: no freeze
+				a.frz.share = 1
+			}
+		}
+		if a.frz.run++; a.frz.run >= a.frzLeast {
+			if fz := a.frz.score(ts, a.first, x, a.frzLeast, a.alertP); fz > 0 {
+				if fz >= spike {
+					spike, spikeEv = fz, EvidenceFrozen
+				}
+				if a.quiet > 0 {
+					a.quiet = max(a.quiet, c.Quiet)
+				}
+			}
+		}
 		a.dep.same += a.level.alpha * (1 - a.dep.same)
-	} else if a.dep.same > 0x1p-20 {
-		// Far below the 0.9 that matters the share stops falling: on a
-		// metric that never repeats it would reach the denormal numbers,
-		// whose arithmetic is many times slower.
-		a.dep.same -= a.level.alpha * a.dep.same
+	} else {
+		if a.frz.run > 0 {
+			a.frz.end(a.n, a.prev)
+		}
+		if a.dep.same > 0x1p-20 {
+			// Far below the 0.9 that matters the share stops falling:
+			// on a metric that never repeats it would reach the
+			// denormal numbers, whose arithmetic is many times slower.
+			a.dep.same -= a.level.alpha * a.dep.same
+		}
 	}
 	// A scheduled job does not alert (see schedule). Its starts match
 	// to within the time since the previous sample.
@@ -2309,6 +2351,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	a.daily.encode(w)
 	a.reg.encode(w)
 	a.mem.encode(w)
+	a.frz.encode(w)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -2408,6 +2451,11 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 		a.decodeLinger(r)
 	} else {
 		a.mem.forget()
+	}
+	if r.version >= 35 { // before, runs of repeats were not counted
+		a.frz.decode(r)
+	} else {
+		a.frz = frozen{since: a.prevTs}
 	}
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)

@@ -79,6 +79,10 @@ const (
 	// EvidenceZero: a record at 0 (or below) on a series that keeps well
 	// away from 0, as a restart or missing data written as 0 reads.
 	EvidenceZero
+	// EvidenceFrozen: the value has stopped moving, repeated for longer
+	// than the series' runs of repeats have lasted, as an exporter that
+	// hangs leaves it.
+	EvidenceFrozen
 )
 
 func (e Evidence) String() string {
@@ -95,6 +99,8 @@ func (e Evidence) String() string {
 		return "record"
 	case EvidenceZero:
 		return "zero"
+	case EvidenceFrozen:
+		return "frozen"
 	}
 	return ""
 }

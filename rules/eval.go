@@ -999,6 +999,8 @@ func (rs *ruleState) toModel(a *alertState, ts time.Time) *model.Alert {
 func univariateExplanation(r *Rule, v detect.Verdict, value float64, run, unchanged int) *model.Explanation {
 	kind := "spike"
 	switch {
+	case v.Evidence == detect.EvidenceFrozen:
+		kind = "frozen"
 	case run >= 3:
 		kind = "level_shift"
 	case v.Direction == detect.DirDown:
@@ -1026,9 +1028,14 @@ func univariateExplanation(r *Rule, v detect.Verdict, value float64, run, unchan
 			summary += " or more"
 		}
 	}
+	cause := ""
+	if kind == "frozen" {
+		cause = "the metric has stopped updating (an exporter or source that hangs), so its value no longer says how the service is"
+	}
 	return &model.Explanation{
 		Detector:  r.Detector.Type,
 		Kind:      kind,
+		Cause:     cause,
 		Score:     v.Score,
 		Direction: v.Direction.String(),
 		Evidence:  v.Evidence.String(),
@@ -1061,6 +1068,8 @@ func evidenceWords(e detect.Evidence) string {
 		return "outside the range of every value seen before"
 	case detect.EvidenceZero:
 		return "it fell to 0 from well above it, as after a restart or with missing data written as 0"
+	case detect.EvidenceFrozen:
+		return "it has stopped moving, one value repeated for longer than its repeats have lasted before, as an exporter that hangs leaves it"
 	}
 	return ""
 }

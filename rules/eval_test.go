@@ -978,7 +978,7 @@ func TestEvidenceWords(t *testing.T) {
 		require.False(t, seen[w], "two evidences read the same: %q", w)
 		seen[w] = true
 	}
-	require.Len(t, seen, 6)
+	require.Len(t, seen, 7)
 }
 
 // TestExplanationSummary: a value outside its band is a spike, dip or
@@ -1157,9 +1157,10 @@ func TestLingeredAlertResolvesUnrecovered(t *testing.T) {
 }
 
 // TestAutoStuckValueSaysUnchanged: a queue on a daily cycle, evaluated
-// every 15 s, that freezes at one value (an exporter that hung) pages
-// where its hour no longer expects that value, and the page says the
-// value has not moved.
+// every 15 s, that freezes at one value (an exporter that hung) pages as
+// frozen once auto judges the run of repeats a freeze (detect, frozen),
+// and the page says the value has not moved and for how long. Before,
+// it paged an hour later, as unusual for this time of day.
 func TestAutoStuckValueSaysUnchanged(t *testing.T) {
 	const perDay = 5760
 	lset := labels.FromStrings("__name__", "queue", "pool", "io")
@@ -1184,6 +1185,13 @@ func TestAutoStuckValueSaysUnchanged(t *testing.T) {
 		}
 	}
 	require.NotNil(t, page, "the frozen value never paged")
-	require.Contains(t, page.Explanation.Summary, "; unchanged at 100 for the last 30 evaluations or more")
+	require.Equal(t, "frozen", page.Explanation.Kind, page.Explanation.Summary)
+	require.Equal(t, "frozen", page.Explanation.Evidence, page.Explanation.Summary)
+	require.Contains(t, page.Explanation.Summary, "; it has stopped moving")
+	require.Contains(t, page.Explanation.Cause, "stopped updating")
+	// auto judges a run of Calm (20) repeats a freeze: 21 evaluations
+	// of one value.
+	require.Contains(t, page.Explanation.Summary, "; unchanged at 100 for the last 21 evaluations")
+	require.Less(t, i-3*perDay, 30, "paged late")
 	t.Logf("paged %s after the freeze: %s", time.Duration(i-3*perDay)*15*time.Second, page.Explanation.Summary)
 }

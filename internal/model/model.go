@@ -50,7 +50,7 @@ type Explanation struct {
 	// Detector is the detector type ("auto", "decoupling", "storm", ...).
 	Detector string `json:"detector"`
 	// Kind names the failure shape, stable for templates:
-	// "level_shift", "spike", "dip", "saturation_without_cpu",
+	// "level_shift", "spike", "dip", "frozen", "saturation_without_cpu",
 	// "rate_limit_storm", "concentrated_limiting", "surge_saturation",
 	// "error_rate".
 	Kind string `json:"kind"`
@@ -60,7 +60,7 @@ type Explanation struct {
 	Direction string `json:"direction,omitempty"`
 	// Evidence names what a univariate detector found unusual, stable
 	// for templates: "level", "time_of_day", "changes", "spike",
-	// "record"; empty when the detector does not say.
+	// "record", "zero", "frozen"; empty when the detector does not say.
 	Evidence string   `json:"evidence,omitempty"`
 	Signals  []Signal `json:"signals,omitempty"`
 	Breadth  *Breadth `json:"breadth,omitempty"`

@@ -1,0 +1,141 @@
+package detect
+
+import "math"
+
+// A value that stops moving
+//
+// An exporter that hangs keeps serving its last values, and so does a
+// cache in front of a dead source or a collector whose loop is stuck: the
+// series goes on, at one value. Nothing else in auto sees that. A value
+// frozen within the normal band is no record, no spike and no move, and
+// an adaptive level only grows surer of it. Through the rules engine a
+// daily cycle frozen for good paged twice at 15 s, an hour apart, as
+// "unusual for this time of day" once the hour's usual value had moved
+// away, and never at a minute (docs/detectors.md, "A value that stops
+// moving").
+//
+// frozen counts the samples in a row equal to the one before (run) and
+// keeps two measures of how long such runs are on this series:
+//   - share, the share of recent samples that repeat the one before (the
+//     departures' same, over the level's half-life), as it was when the
+//     run began: the chance that a sample repeats the one before. Under
+//     it a run of r repeats has the chance share^r. A series that never
+//     repeats has a share near 0; one that is scraped four times as often
+//     as its source updates, 3/4; counts at a low level, the chance that
+//     two draws agree. A run that began within the warm-up has no share
+//     learnt yet, and is no freeze however long it lasts (NAB's
+//     art_flatline, 45 all through, paged after 3,000 samples without
+//     this, at the share's prior of 1 less one sample's learning).
+//   - the longest run of the last frozenPeriod samples to 2·frozenPeriod
+//     (the longer of this period's and the last one's): a series whose
+//     runs come in a pattern (a source that updates every 20 scrapes, a
+//     night of one value) has runs far longer than its share says. Runs
+//     at 0 are left out, as they are from judging (below): a count that
+//     rests at 0 all night says nothing of how long it holds a value by
+//     day.
+//
+// A run is a freeze once it is at least Calm samples (the calm that ends
+// an episode: a freeze must last as long as an incident's end takes to be
+// believed) and at least frozenLeast, at least twice the longest run
+// remembered, and has a chance share^r of at most the threshold's tail
+// probability. Its score is
+// LogTailScore(share^r), and its evidence EvidenceFrozen. It is judged
+// only a day after the first sample (a day's runs are known: a night at
+// one value is no freeze), and never at 0, the value at which a count, a
+// rate or a queue rests when nothing happens (a counter whose exporter
+// hangs reads 0 as a rate, which the drop to 0 judges).
+//
+// Once a run is a freeze, its later samples are held as missing samples
+// are (Observe): nothing learns them, and the verdict stays the one the
+// freeze gave (anomalous, in its episode), with no new score. The stuck
+// value neither teaches the level a spread of 0 nor rewrites the hours
+// it lasts in, whose slices would take the next day's normal for a dip
+// (an hour of a 15-s freeze paged again the next day before this). One
+// incident, which resolves once the value moves and the series has been
+// calm for Calm samples. A run judged a freeze does not become the
+// longest run remembered: it was an incident, and the next freeze as long
+// still pages.
+type frozen struct {
+	run   uint32  // the samples in a row equal to the one before, under way
+	share float32 // dep.same when the run began
+	// The longest run (not judged a freeze) of the current period and of
+	// the one before; the current period began at sample from.
+	rec, prevRec uint32
+	from         uint64
+	// since: runs are judged from a day after it, as from a day after
+	// the first sample. 0 on a detector that counted runs from its first
+	// sample; the time of the latest sample on one restored from a
+	// snapshot made before runs were counted (format 34 or older).
+	since int64
+	on    bool // the run under way is a freeze
+}
+
+// frozenLeast is the least run of repeats that may be a freeze where
+// Calm is set lower: 20 samples, the default Calm.
+const frozenLeast = 20
+
+// frozenPeriod is the span, in samples, of each period whose longest run
+// is remembered: the likelihoods' long-run half-life (LongHalfLife, 8000),
+// 5.6 days at a minute and 33 hours at 15 s.
+const frozenPeriod = 8000
+
+// end ends the run under way at sample n, on value v: a run longer than
+// the period's longest so far becomes it, unless it was judged a freeze
+// or was at 0, where none is judged.
+func (f *frozen) end(n uint64, v float64) {
+	if d := n - f.from; d >= 2*frozenPeriod { // no run ended for two periods
+		f.prevRec, f.rec, f.from = 0, 0, n
+	} else if d >= frozenPeriod {
+		f.prevRec, f.rec, f.from = f.rec, 0, n
+	}
+	if !f.on && f.run > f.rec && v != 0 {
+		f.rec = f.run
+	}
+	f.run, f.on = 0, false
+}
+
+// score judges the run under way at ts on a series at x, whose first
+// sample came at first, where least is the least run that may be a
+// freeze and tail the threshold's tail probability. It is called only
+// while run ≥ least. It returns the run's score, 0 where it is no
+// freeze.
+//
+//go:noinline
+func (f *frozen) score(ts, first int64, x float64, least uint32, tail float64) float64 {
+	if x == 0 || ts-max(first, f.since) < dayMs {
+		return 0
+	}
+	r := float64(f.run)
+	if r < 2*float64(max(f.rec, f.prevRec)) || f.run < least {
+		return 0
+	}
+	p := math.Pow(float64(f.share), r)
+	if p > tail {
+		return 0
+	}
+	f.on = true
+	return LogTailScore(p)
+}
+
+func (f *frozen) encode(w *encoder) {
+	w.u32(f.run)
+	w.f32(f.share)
+	w.u32(f.rec)
+	w.u32(f.prevRec)
+	w.u64(f.from)
+	w.i64(f.since)
+	w.bool(f.on)
+}
+
+func (f *frozen) decode(r *decoder) {
+	f.run = r.u32()
+	f.share = r.f32()
+	f.rec = r.u32()
+	f.prevRec = r.u32()
+	f.from = r.u64()
+	f.since = r.i64()
+	f.on = r.bool()
+	if !(f.share >= 0 && f.share <= 1) && r.err == nil {
+		r.err = errorf("share of repeats %v", f.share)
+	}
+}
