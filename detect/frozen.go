@@ -36,8 +36,8 @@ import "math"
 //
 // A run is a freeze once it is at least Calm samples (the calm that ends
 // an episode: a freeze must last as long as an incident's end takes to be
-// believed) and at least frozenLeast, at least twice the longest run
-// remembered, and has a chance share^r of at most the threshold's tail
+// believed) and at least frozenLeast, at least frozenRecs (4) times the
+// longest run remembered, and has a chance share^r of at most the threshold's tail
 // probability. Its score is
 // LogTailScore(share^r), and its evidence EvidenceFrozen. It is judged
 // only a day after the first sample (a day's runs are known: a night at
@@ -69,6 +69,17 @@ type frozen struct {
 	since int64
 	on    bool // the run under way is a freeze
 }
+
+// frozenRecs is how many times the longest run remembered a freeze
+// lasts at least. Where runs end at random (a count that steps now and
+// then), the longest of N runs is about ln N of their mean, and a run
+// exceeds k times that with the chance N^-k: over the next N runs,
+// N^(1-k). Runs come at the slowest rate the series has (a quiet night)
+// about ten to a period, so k = 4 is about once in a thousand periods;
+// at 2, one in ten. A client count at 15 s that steps one sample in 20
+// by day and one in 200 at night paged as frozen 6 to 9 times over 30
+// seeds' weeks at 2, 3 at 3, 1 at 4.
+const frozenRecs = 4
 
 // frozenLeast is the least run of repeats that may be a freeze where
 // Calm is set lower: 20 samples, the default Calm.
@@ -106,7 +117,7 @@ func (f *frozen) score(ts, first int64, x float64, least uint32, tail float64) f
 		return 0
 	}
 	r := float64(f.run)
-	if r < 2*float64(max(f.rec, f.prevRec)) || f.run < least {
+	if r < frozenRecs*float64(max(f.rec, f.prevRec)) || f.run < least {
 		return 0
 	}
 	p := math.Pow(float64(f.share), r)

@@ -91,8 +91,9 @@ func TestAutoFrozenValue(t *testing.T) {
 // the cycles), each pages as frozen,
 // but for those whose values stay put for hours as a matter of course:
 // the worker count (it repeats 199 samples in 200, so a run is news only
-// after a day) and the gauge held every night (its runs of six hours
-// set the bar at twelve).
+// after a day), the client count (its runs at night last hours, and the
+// bar is four times the longest) and the gauge held every night (its
+// runs of six hours set the bar at a day).
 func TestAutoFrozenLookAlikes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	const week = 7
@@ -150,6 +151,21 @@ func TestAutoFrozenLookAlikes(t *testing.T) {
 			}
 			return xs
 		}, true},
+		{"a client count that steps seldom, more seldom at night", 15_000, func() []float64 {
+			xs := make([]float64, week*5760)
+			x := 40.0
+			for i := range xs {
+				odds := 20 // a step one sample in 20 by day, in 200 at night
+				if m := i % 5760; m < 1440 || m >= 5040 {
+					odds = 200
+				}
+				if rng.IntN(odds) == 0 {
+					x = max(1, x+float64(2*rng.IntN(2)-1))
+				}
+				xs[i] = x
+			}
+			return xs
+		}, false},
 		{"held each night", 60_000, func() []float64 {
 			xs := cycle(6, 60_000, week)
 			for i := range xs {
