@@ -1,6 +1,7 @@
 package detect
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -32,36 +33,39 @@ func upgradeSeries() []float64 {
 	return xs
 }
 
-// TestAutoSnapshotUpgrade: a snapshot written by the release before the
-// current format (testdata/upgrade/auto-v33.snap, format 33, made by
-// auto over upgradeSeries' first four days) restores, and the detector
-// judges the fifth day, its spike and its rise, exactly as one that ran
-// through all five days with this release. An upgrade keeps what was
-// learnt.
+// TestAutoSnapshotUpgrade: snapshots written by the releases before the
+// current format (testdata/upgrade/auto-v33.snap, format 33, made at
+// 8378d31, and auto-v34.snap, format 34, made at c16c192, each by auto
+// over upgradeSeries' first four days) restore, and the detector judges
+// the fifth day, its spike and its rise, exactly as one that ran through
+// all five days with this release. An upgrade keeps what was learnt.
 func TestAutoSnapshotUpgrade(t *testing.T) {
-	old, err := os.ReadFile("testdata/upgrade/auto-v33.snap")
-	require.NoError(t, err)
-	require.Equal(t, byte(snapshotOldest), old[0], "the fixture's format")
-	xs := upgradeSeries()
-	cfg := DefaultAutoConfig()
-	ran := NewAuto(cfg)
-	for i := range upgradeCut {
-		ran.Observe(int64(i)*upgradeStep, xs[i])
-	}
-	require.False(t, ran.mem.on, "no alert within the day before the cut: nothing that format 33 could not keep")
-	up := NewAuto(cfg)
-	require.NoError(t, up.UnmarshalBinary(old))
-	require.Equal(t, ran.last, up.last)
-	alerts := 0
-	for i := upgradeCut; i < len(xs); i++ {
-		v := ran.Observe(int64(i)*upgradeStep, xs[i])
-		require.Equal(t, v, up.Observe(int64(i)*upgradeStep, xs[i]), "row %d", i)
-		if v.Score >= cfg.Threshold {
-			alerts++
+	for _, format := range []byte{33, 34} {
+		old, err := os.ReadFile(fmt.Sprintf("testdata/upgrade/auto-v%d.snap", format))
+		require.NoError(t, err)
+		require.Equal(t, format, old[0], "the fixture's format")
+		require.GreaterOrEqual(t, format, byte(snapshotOldest), "a format this release reads")
+		xs := upgradeSeries()
+		cfg := DefaultAutoConfig()
+		ran := NewAuto(cfg)
+		for i := range upgradeCut {
+			ran.Observe(int64(i)*upgradeStep, xs[i])
 		}
+		require.False(t, ran.mem.on, "no alert within the day before the cut: nothing that format 33 could not keep")
+		up := NewAuto(cfg)
+		require.NoError(t, up.UnmarshalBinary(old), "format %d", format)
+		require.Equal(t, ran.last, up.last, "format %d", format)
+		alerts := 0
+		for i := upgradeCut; i < len(xs); i++ {
+			v := ran.Observe(int64(i)*upgradeStep, xs[i])
+			require.Equal(t, v, up.Observe(int64(i)*upgradeStep, xs[i]), "format %d: row %d", format, i)
+			if v.Score >= cfg.Threshold {
+				alerts++
+			}
+		}
+		require.Positive(t, alerts, "the fifth day alerts: the comparison judged an incident")
+		snap, err := up.MarshalBinary()
+		require.NoError(t, err)
+		require.Equal(t, byte(snapshotVersion), snap[0], "written in the current format")
 	}
-	require.Positive(t, alerts, "the fifth day alerts: the comparison judged an incident")
-	snap, err := up.MarshalBinary()
-	require.NoError(t, err)
-	require.Equal(t, byte(snapshotVersion), snap[0], "written in the current format")
 }
