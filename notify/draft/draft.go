@@ -140,7 +140,15 @@ func (inc *Incident) Active() bool {
 
 // Observe updates the incident with the group's alerts at a notification
 // flush and returns the phases it entered, in order (usually none or one).
+//
+// An alert on a metric that has stopped updating (kind "frozen") is left
+// out: it says the monitoring has a gap, not that users are affected, and
+// a status page is no place for it. It neither opens an incident nor
+// joins, words or keeps open one (its cause would read "the metric has
+// stopped updating" on a real outage's page); Slack, webhooks and
+// Alertmanager still carry it.
 func (inc *Incident) Observe(alerts []*model.Alert, now time.Time) []Phase {
+	alerts = slices.DeleteFunc(slices.Clone(alerts), monitoringGap)
 	var firing []*model.Alert
 	for _, a := range alerts {
 		if !a.Resolved() {
@@ -253,6 +261,12 @@ func (inc *Incident) summarise(alerts []*model.Alert, now time.Time) {
 			inc.Impact = im
 		}
 	}
+}
+
+// monitoringGap reports whether a is about the monitoring rather than the
+// service: an anomaly alert on a value that has stopped moving.
+func monitoringGap(a *model.Alert) bool {
+	return a.Explanation != nil && a.Explanation.Kind == "frozen"
 }
 
 // kindRank prefers incident shapes, which name a cause, over plain anomalies.

@@ -233,3 +233,28 @@ func TestDraftUnrecovered(t *testing.T) {
 		t.Logf("unrecovered %v:\n  %s\n  %s", unrecovered, mon.Text, done.Text)
 	}
 }
+
+// TestDraftLeavesFrozenOut: an alert on a metric that has stopped
+// updating is about the monitoring, not the service. Alone it opens no
+// incident, and beside a real alert it neither words the incident nor
+// gives it its cause.
+func TestDraftLeavesFrozenOut(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)
+	frozen := &model.Alert{Labels: labels.FromStrings("alertname", "QueueAnomaly", "service", "checkout"), State: model.StateFiring, StartsAt: t0,
+		Explanation: &model.Explanation{Detector: "auto", Kind: "frozen", Evidence: "frozen",
+			Cause:   "the metric has stopped updating (an exporter or source that hangs), so its value no longer says how the service is",
+			Summary: "QueueAnomaly: value 100, expected 100.4 (normal 93.92 to 106.8); it has stopped moving"}}
+	inc := draft.NewIncident("k", nil)
+	require.Empty(t, inc.Observe([]*model.Alert{frozen}, t0))
+	require.False(t, inc.Active(), "a frozen metric alone opened an incident")
+
+	latency := &model.Alert{Labels: labels.FromStrings("alertname", "CheckoutLatency", "service", "checkout"), State: model.StateFiring, StartsAt: t0,
+		Explanation: &model.Explanation{Detector: "auto", Kind: "level_shift", Summary: "CheckoutLatency: level shift up to 0.41"}}
+	require.Equal(t, []draft.Phase{draft.PhaseInvestigating}, inc.Observe([]*model.Alert{frozen, latency}, t0.Add(time.Minute)))
+	require.Empty(t, inc.Cause, "the frozen metric's cause on the outage's incident")
+	require.Equal(t, "level_shift", inc.Kind)
+	require.Len(t, inc.Alerts, 1)
+	require.Equal(t, "CheckoutLatency", inc.Alerts[0].Name)
+	require.Equal(t, []draft.Phase{draft.PhaseMonitoring}, inc.Observe([]*model.Alert{frozen, resolvedAt(latency, t0.Add(5*time.Minute), 0.2)}, t0.Add(6*time.Minute)),
+		"the frozen metric kept the incident open")
+}
