@@ -897,7 +897,11 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			}
 		}
 		if a.frz.run++; a.frz.run >= a.frzLeast {
-			if fz := a.frz.score(ts, a.first, x, a.frzLeast, a.alertP); fz > 0 {
+			step := a.interval
+			if a.noClock || a.synthStep > 0 { // no times to measure the run in
+				step = 0
+			}
+			if fz := a.frz.score(ts, a.first, x, a.frzLeast, step, a.alertP); fz > 0 {
 				if fz >= spike {
 					spike, spikeEv = fz, EvidenceFrozen
 				}

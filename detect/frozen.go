@@ -36,7 +36,8 @@ import "math"
 //
 // A run is a freeze once it is at least Calm samples (the calm that ends
 // an episode: a freeze must last as long as an incident's end takes to be
-// believed) and at least frozenLeast, at least frozenRecs (4) times the
+// believed) and at least frozenLeast, spans at least frozenSpan (10
+// minutes, which only samples finer than 30 s need), at least frozenRecs (4) times the
 // longest run remembered, and has a chance share^r of at most the threshold's tail
 // probability. Its score is
 // LogTailScore(share^r), and its evidence EvidenceFrozen. It is judged
@@ -85,6 +86,14 @@ const frozenRecs = 4
 // Calm is set lower: 20 samples, the default Calm.
 const frozenLeast = 20
 
+// frozenSpan is the least time a freeze lasts, in ms: 10 minutes, twice
+// the 5-minute lookback with which a Prometheus-compatible store goes on
+// answering with a series' last value once it has stopped, where no
+// staleness marker ends it (a target gone, data pushed or federated
+// without markers). At 15 s that lookback alone is 20 repeats; a series
+// so served goes away after it, and is no freeze.
+const frozenSpan = 10 * 60 * 1000
+
 // frozenPeriod is the span, in samples, of each period whose longest run
 // is remembered: the likelihoods' long-run half-life (LongHalfLife, 8000),
 // 5.6 days at a minute and 33 hours at 15 s.
@@ -106,14 +115,14 @@ func (f *frozen) end(n uint64, v float64) {
 }
 
 // score judges the run under way at ts on a series at x, whose first
-// sample came at first, where least is the least run that may be a
-// freeze and tail the threshold's tail probability. It is called only
-// while run ≥ least. It returns the run's score, 0 where it is no
-// freeze.
+// sample came at first and whose samples are step ms apart (0 where it
+// has no clock), where least is the least run that may be a freeze and
+// tail the threshold's tail probability. It is called only while run ≥
+// least. It returns the run's score, 0 where it is no freeze.
 //
 //go:noinline
-func (f *frozen) score(ts, first int64, x float64, least uint32, tail float64) float64 {
-	if x == 0 || ts-max(first, f.since) < dayMs {
+func (f *frozen) score(ts, first int64, x float64, least uint32, step int64, tail float64) float64 {
+	if x == 0 || ts-max(first, f.since) < dayMs || int64(f.run)*step < frozenSpan {
 		return 0
 	}
 	r := float64(f.run)

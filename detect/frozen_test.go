@@ -39,7 +39,8 @@ func cycle(seed uint64, step int64, days int) []float64 {
 }
 
 // TestAutoFrozenValue: a value that stops moving pages once, as frozen,
-// within the calm that ends an episode (Calm samples) and a few more,
+// within the calm that ends an episode (Calm samples) or 10 minutes,
+// whichever is longer, and a few samples more,
 // and its episode lasts as long as the freeze does. A daily cycle frozen
 // for three hours on its fourth day, at 15 s, a minute and 5 minutes,
 // three seeds each. Before frozen, such a freeze paged twice at 15 s and
@@ -65,7 +66,8 @@ func TestAutoFrozenValue(t *testing.T) {
 				}
 			}
 			require.Len(t, in, 1, "step %d seed %d: alerts within the freeze %v", step, seed, in)
-			require.LessOrEqual(t, in[0]-from, cfg.Calm+2, "step %d seed %d: paged %d samples into the freeze", step, seed, in[0]-from)
+			least := max(cfg.Calm, int(frozenSpan/step))
+			require.LessOrEqual(t, in[0]-from, least+2, "step %d seed %d: paged %d samples into the freeze", step, seed, in[0]-from)
 			for i := in[0]; i < until; i++ {
 				require.True(t, vs[i].Episode, "step %d seed %d: the episode ended at row %d, within the freeze", step, seed, i)
 				require.Equal(t, StateAnomalous, vs[i].State, "step %d seed %d: row %d of the freeze", step, seed, i)
@@ -166,6 +168,20 @@ func TestAutoFrozenLookAlikes(t *testing.T) {
 			}
 			return xs
 		}, false},
+		{"a target that goes away, served 5 minutes more", 15_000, func() []float64 {
+			// Gone at noon on the third day, and back 45 minutes on: a
+			// store with no staleness marker answers with its last value
+			// for the 5-minute lookback, 20 evaluations, then nothing.
+			xs := cycle(8, 15_000, week)
+			at := 2*5760 + 2880
+			for k := 1; k <= 180; k++ {
+				xs[at+k] = math.NaN()
+				if k <= 20 {
+					xs[at+k] = xs[at]
+				}
+			}
+			return xs
+		}, true},
 		{"held each night", 60_000, func() []float64 {
 			xs := cycle(6, 60_000, week)
 			for i := range xs {
@@ -185,8 +201,12 @@ func TestAutoFrozenLookAlikes(t *testing.T) {
 			}
 			perDay := int(dayMs / c.step)
 			from := 5*perDay + perDay*7/24
+			last := from - 1
+			for math.IsNaN(xs[last]) {
+				last--
+			}
 			for i := from; i < from+perDay/4; i++ {
-				xs[i] = xs[from-1]
+				xs[i] = xs[last]
 			}
 			rows, evs, _ = alertsOf(t, c.step, xs)
 			frozen := -1

@@ -1189,9 +1189,9 @@ func TestAutoStuckValueSaysUnchanged(t *testing.T) {
 	require.Equal(t, "frozen", page.Explanation.Evidence, page.Explanation.Summary)
 	require.Contains(t, page.Explanation.Summary, "; it has stopped moving")
 	require.Contains(t, page.Explanation.Cause, "stopped updating")
-	// auto judges a run of Calm (20) repeats a freeze: 21 evaluations
-	// of one value.
-	require.Contains(t, page.Explanation.Summary, "; unchanged at 100 for the last 21 evaluations")
-	require.Less(t, i-3*perDay, 30, "paged late")
+	// auto judges a run of repeats a freeze once it spans 10 minutes
+	// (40 evaluations at 15 s), longer than the 30 values an alert keeps.
+	require.Contains(t, page.Explanation.Summary, "; unchanged at 100 for the last 30 evaluations or more")
+	require.Less(t, i-3*perDay, 45, "paged late")
 	t.Logf("paged %s after the freeze: %s", time.Duration(i-3*perDay)*15*time.Second, page.Explanation.Summary)
 }
