@@ -37,9 +37,9 @@ import "math"
 // A run is a freeze once it is at least Calm samples (the calm that ends
 // an episode: a freeze must last as long as an incident's end takes to be
 // believed) and at least frozenLeast, spans at least frozenSpan (10
-// minutes, which only samples finer than 30 s need), at least frozenRecs (4) times the
-// longest run remembered, and has a chance share^r of at most the threshold's tail
-// probability. Its score is
+// minutes, which only samples finer than 30 s need), is at least
+// frozenRecs (4) times the longest run remembered, and has a chance
+// share^r of at most the threshold's tail probability. Its score is
 // LogTailScore(share^r), and its evidence EvidenceFrozen. It is judged
 // only a day after the first sample (a day's runs are known: a night at
 // one value is no freeze), and never at 0, the value at which a count, a
@@ -51,7 +51,7 @@ import "math"
 // freeze gave (anomalous, in its episode), with no new score. The stuck
 // value neither teaches the level a spread of 0 nor rewrites the hours
 // it lasts in, whose slices would take the next day's normal for a dip
-// (an hour of a 15-s freeze paged again the next day before this). One
+// (a three-hour freeze at 15 s paged again the next day before this). One
 // incident, which resolves once the value moves and the series has been
 // calm for Calm samples. A run judged a freeze does not become the
 // longest run remembered: it was an incident, and the next freeze as long
