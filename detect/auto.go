@@ -901,7 +901,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			if a.noClock || a.synthStep > 0 { // no times to measure the run in
 				step = 0
 			}
-			if fz := a.frz.score(ts, a.first, x, a.frzLeast, step, a.alertP); fz > 0 {
+			if fz := a.frz.score(ts, a.first, a.bound(x), a.frzLeast, step, a.alertP); fz > 0 {
 				if fz >= spike {
 					spike, spikeEv = fz, EvidenceFrozen
 				}
@@ -913,7 +913,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		a.dep.same += a.level.alpha * (1 - a.dep.same)
 	} else {
 		if a.frz.run > 0 {
-			a.frz.end(a.n, a.prev)
+			a.frz.end(a.n, a.prev == 0)
 		}
 		if a.dep.same > 0x1p-20 {
 			// Far below the 0.9 that matters the share stops falling:
@@ -1139,6 +1139,11 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State, v.Evidence, v.Episode, v.Shifted, v.Lingering = score, exp, lower, upper, dir, state, ev, ep, sh, lg
 	return v
 }
+
+// bound reports whether x, a value seen before, is one the series rests
+// at rather than a freeze (see frozen): 0, or the highest or lowest value
+// seen.
+func (a *Auto) bound(x float64) bool { return x == 0 || x == a.hi || x == a.lo }
 
 // likEvidence says which likelihood's z is the largest: the level's
 // (zl, 0 where the profile judges), the time of day's (zDay) or the

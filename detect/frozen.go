@@ -32,7 +32,9 @@ import "math"
 //     night of one value) has runs far longer than its share says. Runs
 //     at 0 are left out, as they are from judging (below): a count that
 //     rests at 0 all night says nothing of how long it holds a value by
-//     day.
+//     day. Runs at the highest or lowest value seen are kept: what is a
+//     bound now (a gauge held at 70 on its first night) may not be once
+//     the series has gone beyond it.
 //
 // A run is a freeze once it is at least Calm samples (the calm that ends
 // an episode: a freeze must last as long as an incident's end takes to be
@@ -42,9 +44,13 @@ import "math"
 // share^r of at most the threshold's tail probability. Its score is
 // LogTailScore(share^r), and its evidence EvidenceFrozen. It is judged
 // only a day after the first sample (a day's runs are known: a night at
-// one value is no freeze), and never at 0, the value at which a count, a
-// rate or a queue rests when nothing happens (a counter whose exporter
-// hangs reads 0 as a rate, which the drop to 0 judges).
+// one value is no freeze), and never at a bound: 0, the value at which a
+// count, a rate or a queue rests when nothing happens (a counter whose
+// exporter hangs reads 0 as a rate, which the drop to 0 judges), nor the
+// highest or lowest value seen, at which a share pinned at 100 % or a
+// pool at its size rests (saturation, which records and the likelihoods
+// judge: called a freeze, a CPU at 100 % for an hour read as an exporter
+// that hangs, and its page left status drafts).
 //
 // Once a run is a freeze, its later samples are held as missing samples
 // are (Observe): nothing learns them, and the verdict stays the one the
@@ -99,30 +105,31 @@ const frozenSpan = 10 * 60 * 1000
 // 5.6 days at a minute and 33 hours at 15 s.
 const frozenPeriod = 8000
 
-// end ends the run under way at sample n, on value v: a run longer than
-// the period's longest so far becomes it, unless it was judged a freeze
-// or was at 0, where none is judged.
-func (f *frozen) end(n uint64, v float64) {
+// end ends the run under way at sample n: a run longer than the
+// period's longest so far becomes it, unless it was judged a freeze or
+// was at 0.
+func (f *frozen) end(n uint64, zero bool) {
 	if d := n - f.from; d >= 2*frozenPeriod { // no run ended for two periods
 		f.prevRec, f.rec, f.from = 0, 0, n
 	} else if d >= frozenPeriod {
 		f.prevRec, f.rec, f.from = f.rec, 0, n
 	}
-	if !f.on && f.run > f.rec && v != 0 {
+	if !f.on && f.run > f.rec && !zero {
 		f.rec = f.run
 	}
 	f.run, f.on = 0, false
 }
 
-// score judges the run under way at ts on a series at x, whose first
-// sample came at first and whose samples are step ms apart (0 where it
-// has no clock), where least is the least run that may be a freeze and
-// tail the threshold's tail probability. It is called only while run ≥
-// least. It returns the run's score, 0 where it is no freeze.
+// score judges the run under way at ts, on a value that is a bound (see
+// Auto.bound) or not, of a series whose first sample came at first and
+// whose samples are step ms apart (0 where it has no clock), where least
+// is the least run that may be a freeze and tail the threshold's tail
+// probability. It is called only while run ≥ least. It returns the run's
+// score, 0 where it is no freeze.
 //
 //go:noinline
-func (f *frozen) score(ts, first int64, x float64, least uint32, step int64, tail float64) float64 {
-	if x == 0 || ts-max(first, f.since) < dayMs || int64(f.run)*step < frozenSpan {
+func (f *frozen) score(ts, first int64, bound bool, least uint32, step int64, tail float64) float64 {
+	if bound || ts-max(first, f.since) < dayMs || int64(f.run)*step < frozenSpan {
 		return 0
 	}
 	r := float64(f.run)
