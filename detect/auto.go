@@ -111,6 +111,12 @@ type AutoConfig struct {
 	// numbers the spread of changes is at least that of the difference
 	// of two Poisson counts, sqrt(2 × level). 0 disables it.
 	JumpZ float64 `yaml:"jump_z"`
+	// FrozenRuns is how many times the longest run of repeated values
+	// the series has had a run must be to be a freeze (an exporter that
+	// hangs keeps serving its last value; see frozen), besides lasting 20
+	// samples and 10 minutes. 0 disables the judgement: for a metric whose
+	// value may stand still for any time.
+	FrozenRuns float64 `yaml:"frozen_runs"`
 	// TimeZone is the IANA time zone (e.g. "Europe/Berlin") whose days
 	// the time-of-day slices and the day's profile follow; empty is
 	// UTC. Set it for a series that follows local time where clocks
@@ -144,6 +150,7 @@ func DefaultAutoConfig() AutoConfig {
 		SpikeHalfLife:    50,
 		SpikeRate:        0.001,
 		JumpZ:            10,
+		FrozenRuns:       frozenRecs,
 	}
 }
 
@@ -197,6 +204,9 @@ func (c *AutoConfig) Validate() error {
 			errs.Addf("jump_z", "must be 0 (off) or a positive number of standard deviations, got %v", c.JumpZ)
 		}
 	}
+	if !(c.FrozenRuns == 0 || c.FrozenRuns >= 1) || math.IsInf(c.FrozenRuns, 0) {
+		errs.Addf("frozen_runs", "must be 0 (off) or at least 1 (times the longest run of repeats), got %v", c.FrozenRuns)
+	}
 	return errs.Err()
 }
 
@@ -221,6 +231,7 @@ func (c *AutoConfig) fields() []configField {
 		{"extreme_tolerance", c.ExtremeTolerance}, {"extreme_after", float64(c.ExtremeAfter)}, {"quiet", float64(c.Quiet)}, {"calm", float64(c.Calm)},
 		{"day_buckets", float64(c.DayBuckets)}, {"min_day_visits", float64(c.MinDayVisits)}, {"day_half_life", c.DayHalfLife},
 		{"pattern_half_life", c.PatternHalfLife}, {"spike_z", c.SpikeZ}, {"spike_half_life", c.SpikeHalfLife}, {"spike_rate", c.SpikeRate}, {"jump_z", c.JumpZ},
+		{"frozen_runs", c.FrozenRuns}, // from format 36 (see UnmarshalBinary)
 	}
 }
 
@@ -443,6 +454,9 @@ func NewAuto(c AutoConfig) *Auto {
 	a.depZ = maxf(NormalTailZ(a.calmP), 1)
 	a.alertP = tailAtScore(c.Threshold)
 	a.frzLeast = uint32(max(c.Calm, frozenLeast))
+	if c.FrozenRuns == 0 { // no run is judged
+		a.frzLeast = math.MaxUint32
+	}
 	a.alertZ = maxf(NormalTailZ(a.alertP), 1)
 	// Validate has checked the zone; a config that was not validated
 	// keeps UTC for a zone that does not load.
@@ -901,7 +915,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			if a.noClock || a.synthStep > 0 { // no times to measure the run in
 				step = 0
 			}
-			if fz := a.frz.score(ts, a.first, a.bound(x), a.frzLeast, step, a.alertP); fz > 0 {
+			if fz := a.frz.score(ts, a.first, a.bound(x), a.frzLeast, step, c.FrozenRuns, a.alertP); fz > 0 {
 				if fz >= spike {
 					spike, spikeEv = fz, EvidenceFrozen
 				}
@@ -2389,7 +2403,15 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	if err != nil {
 		return err
 	}
-	checkConfig(r, a.cfg.fields())
+	fields := a.cfg.fields()
+	if r.version < 36 { // before frozen_runs: made with its default, as every detector then judged runs
+		last := len(fields) - 1
+		if fields[last].v != frozenRecs && r.err == nil {
+			r.err = fmt.Errorf("%w: made before frozen_runs, with its default %v; this detector has %v", ErrSnapshot, float64(frozenRecs), fields[last].v)
+		}
+		fields = fields[:last]
+	}
+	checkConfig(r, fields)
 	r.configStr("time_zone", a.cfg.TimeZone)
 	a.level.decode(r)
 	a.lik.decode(r)

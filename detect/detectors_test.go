@@ -346,6 +346,8 @@ func TestConfigValidate(t *testing.T) {
 			return &c
 		}(), []string{"spike_half_life:", "spike_rate:", "jump_z:"}},
 		{"auto negative spike bound", func() *AutoConfig { c := DefaultAutoConfig(); c.SpikeZ = -1; return &c }(), []string{"spike_z:"}},
+		{"auto freezes off", func() *AutoConfig { c := DefaultAutoConfig(); c.FrozenRuns = 0; return &c }(), nil},
+		{"auto freezes within the longest run", func() *AutoConfig { c := DefaultAutoConfig(); c.FrozenRuns = 0.5; return &c }(), []string{"frozen_runs: must be 0 (off) or at least 1"}},
 		{"ewma defaults", ptr(DefaultEWMAConfig()), nil},
 		{"ewma bad", &EWMAConfig{}, []string{"half_life:", "threshold:", "warm_up:", "band:"}},
 		{"mad defaults", ptr(DefaultMADConfig()), nil},

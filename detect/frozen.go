@@ -40,7 +40,7 @@ import "math"
 // an episode: a freeze must last as long as an incident's end takes to be
 // believed) and at least frozenLeast, spans at least frozenSpan (10
 // minutes, which only samples finer than 30 s need), is at least
-// frozenRecs (4) times the longest run remembered, and has a chance
+// FrozenRuns (frozenRecs, 4) times the longest run remembered, and has a chance
 // share^r of at most the threshold's tail probability. Its score is
 // LogTailScore(share^r), and its evidence EvidenceFrozen. It is judged
 // only a day after the first sample (a day's runs are known: a night at
@@ -78,7 +78,7 @@ type frozen struct {
 }
 
 // frozenRecs is how many times the longest run remembered a freeze
-// lasts at least. Where runs end at random (a count that steps now and
+// lasts at least, by default (AutoConfig.FrozenRuns). Where runs end at random (a count that steps now and
 // then), the longest of N runs is about ln N of their mean, and a run
 // exceeds k times that with the chance N^-k: over the next N runs,
 // N^(1-k). Runs come at the slowest rate the series has (a quiet night)
@@ -123,17 +123,18 @@ func (f *frozen) end(n uint64, zero bool) {
 // score judges the run under way at ts, on a value that is a bound (see
 // Auto.bound) or not, of a series whose first sample came at first and
 // whose samples are step ms apart (0 where it has no clock), where least
-// is the least run that may be a freeze and tail the threshold's tail
+// is the least run that may be a freeze, recs the times the longest run
+// remembered a freeze must be (FrozenRuns) and tail the threshold's tail
 // probability. It is called only while run ≥ least. It returns the run's
 // score, 0 where it is no freeze.
 //
 //go:noinline
-func (f *frozen) score(ts, first int64, bound bool, least uint32, step int64, tail float64) float64 {
+func (f *frozen) score(ts, first int64, bound bool, least uint32, step int64, recs, tail float64) float64 {
 	if bound || ts-max(first, f.since) < dayMs || int64(f.run)*step < frozenSpan {
 		return 0
 	}
 	r := float64(f.run)
-	if r < frozenRecs*float64(max(f.rec, f.prevRec)) || f.run < least {
+	if r < recs*float64(max(f.rec, f.prevRec)) || f.run < least {
 		return 0
 	}
 	p := math.Pow(float64(f.share), r)

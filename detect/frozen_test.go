@@ -87,6 +87,29 @@ func TestAutoFrozenValue(t *testing.T) {
 	}
 }
 
+// TestAutoFrozenOff: with frozen_runs 0 no run is judged, and the
+// freeze of TestAutoFrozenValue scores nothing as frozen.
+func TestAutoFrozenOff(t *testing.T) {
+	cfg := DefaultAutoConfig()
+	cfg.FrozenRuns = 0
+	require.NoError(t, cfg.Validate())
+	xs := cycle(1, 60_000, 5)
+	from := 3*1440 + 600
+	for i := from; i < from+180; i++ {
+		xs[i] = xs[from-1]
+	}
+	for _, runs := range []float64{0, frozenRecs} {
+		cfg.FrozenRuns = runs
+		d := NewAuto(cfg)
+		frozen := false
+		for i, x := range xs {
+			v := d.Observe(int64(i)*60_000, x)
+			frozen = frozen || v.Score > 0 && v.Evidence == EvidenceFrozen
+		}
+		require.Equal(t, runs > 0, frozen, "frozen_runs %v", runs)
+	}
+}
+
 // TestAutoFrozenLookAlikes: series whose values repeat as a matter of
 // course are no freeze. Over a week each, none of them scores as frozen,
 // within an episode or out of one.

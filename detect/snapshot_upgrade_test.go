@@ -67,5 +67,10 @@ func TestAutoSnapshotUpgrade(t *testing.T) {
 		snap, err := up.MarshalBinary()
 		require.NoError(t, err)
 		require.Equal(t, byte(snapshotVersion), snap[0], "written in the current format")
+		// Made before frozen_runs, the snapshot was made with its
+		// default: a detector with another one does not take it.
+		other := cfg
+		other.FrozenRuns = 0
+		require.ErrorContains(t, NewAuto(other).UnmarshalBinary(old), "made before frozen_runs, with its default 4; this detector has 0", "format %d", format)
 	}
 }
