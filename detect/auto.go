@@ -2404,7 +2404,7 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	fields := a.cfg.fields()
-	if r.version < 36 { // before frozen_runs: made with its default, as every detector then judged runs
+	if r.version < 36 { // made before frozen_runs (format 36): read as made with its default
 		last := len(fields) - 1
 		if fields[last].v != frozenRecs && r.err == nil {
 			r.err = fmt.Errorf("%w: made before frozen_runs, with its default %v; this detector has %v", ErrSnapshot, float64(frozenRecs), fields[last].v)

@@ -1195,3 +1195,65 @@ func TestAutoStuckValueSaysUnchanged(t *testing.T) {
 	require.Less(t, i-3*perDay, 45, "paged late")
 	t.Logf("paged %s after the freeze: %s", time.Duration(i-3*perDay)*15*time.Second, page.Explanation.Summary)
 }
+
+// TestAutoFreezeIsOneIncident: a queue on a daily cycle, evaluated every
+// 15 s, frozen for three hours on its fourth day (an exporter that hung
+// and came back) is one page that fires through the freeze, says by then
+// that the value is frozen, and resolves within half an hour of the
+// value moving again: from the freeze's start to an hour after its end,
+// one firing and one resolve.
+func TestAutoFreezeIsOneIncident(t *testing.T) {
+	const perDay = 5760
+	lset := labels.FromStrings("__name__", "queue", "pool", "io")
+	rng := rand.New(rand.NewPCG(2, 6))
+	from, until := 3*perDay+perDay*10/24, 3*perDay+perDay*13/24
+	vals := make([]float64, until+240)
+	for i := range vals {
+		vals[i] = 100 * (1 + 0.3*math.Sin(2*math.Pi*float64(i)/perDay)) * (1 + 0.03*rng.NormFloat64())
+		if i >= from && i < until {
+			vals[i] = vals[from-1]
+		}
+	}
+	i := 0
+	rec := &recorder{}
+	m := autoQueueRule(t, vecSource(lset, func(string, time.Time) (float64, bool) { return vals[i], true }), rec)
+	var firing, resolved []int
+	firingRows := 0
+	for ; i < len(vals); i++ {
+		require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*15*time.Second)))
+		as, _ := m.groups[0].rules[0].apiAlerts(stringSet{"firing": true})
+		if len(as) > 0 && i >= from && i < until {
+			firingRows++
+		}
+		if i == until-1 {
+			// The page may come first as unusual for the hour (the held
+			// value soon lies away from it); by the end it says frozen.
+			require.Len(t, as, 1, "firing at the freeze's end")
+			require.Equal(t, "frozen", as[0].Explanation.Kind, as[0].Explanation.Summary)
+			require.Contains(t, as[0].Explanation.Summary, "it has stopped moving")
+		}
+		for _, a := range rec.take() {
+			if i < from {
+				continue // the days before: the series' own false alarms, if any
+			}
+			switch a.State {
+			case model.StateFiring:
+				if len(firing) == len(resolved) {
+					firing = append(firing, i)
+				}
+			case model.StateResolved:
+				if len(resolved) < len(firing) {
+					resolved = append(resolved, i)
+				}
+			}
+		}
+	}
+	require.Len(t, firing, 1, "pages from the freeze to an hour after it, at rows %v", firing)
+	require.Len(t, resolved, 1, "resolves")
+	// Within half an hour: the level comes back from three hours behind,
+	// as after three hours of missing samples.
+	require.Less(t, resolved[0]-until, 120, "resolved %s after the value moved", time.Duration(resolved[0]-until)*15*time.Second)
+	// Firing from the page (10 minutes in) to the freeze's end.
+	require.Greater(t, firingRows, until-from-60, "firing at %d of the freeze's %d evaluations", firingRows, until-from)
+	t.Logf("paged %s into the freeze, resolved %s after it", time.Duration(firing[0]-from)*15*time.Second, time.Duration(resolved[0]-until)*15*time.Second)
+}
