@@ -600,6 +600,13 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				}
 				dev := math.Abs(x - b.Mean())
 				daily := dev / spread
+				// Finer than a minute, for a day after an incident, the
+				// nearer of the slice and the slice before it (see echo).
+				if a.mem.prior != nil {
+					if d2, dev2, q2, ok := a.priorDistance(ts, x, floor, scale, slot, asCounts); ok && d2 < daily {
+						daily, dev, quarter = d2, dev2, q2
+					}
+				}
 				daySp = spread
 				// Where the daily pattern explains at least three
 				// quarters of the short baseline's variance (as for
@@ -2375,6 +2382,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	a.reg.encode(w)
 	a.mem.encode(w)
 	a.frz.encode(w)
+	a.mem.encodePrior(w)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -2487,6 +2495,11 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 		a.frz.decode(r)
 	} else {
 		a.frz = frozen{since: a.prevTs}
+	}
+	if r.version >= 37 { // before, no slices were kept after an incident
+		a.decodePrior(r)
+	} else {
+		a.mem.prior = nil
 	}
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)

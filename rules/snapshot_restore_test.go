@@ -91,7 +91,7 @@ func TestSnapshotNotRestoredIsLogged(t *testing.T) {
 			}
 			require.Contains(t, log.String(), `msg="detector snapshots not restored; those detectors start cold" component=rules group=g`)
 			require.Contains(t, log.String(), "rule=Queue not_restored=1 saved=1")
-			require.Contains(t, log.String(), "version 32, want 33 to 36")
+			require.Contains(t, log.String(), "version 32, want 33 to ")
 			t.Log(log.String())
 		})
 	}
