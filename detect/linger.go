@@ -182,6 +182,9 @@ func (a *Auto) priorDistance(ts int64, x, floor, scale float64, slot int, asCoun
 	if pb.Count() < a.minVisits {
 		return 0, 0, 0, false
 	}
+	// The slice's spreads as Observe works them out for a slice, written
+	// out there rather than called: on the hot path a call for them cost
+	// 14 instructions an update (cachegrind).
 	quarter = hourSpread(pb, floor, scale)
 	spread := quarter
 	if asCounts {
@@ -210,9 +213,7 @@ func (m *linger) encodePrior(w *encoder) {
 	w.bool(m.prior != nil)
 	if m.prior != nil {
 		w.i64(m.priorTill)
-		for i := range m.prior {
-			m.prior[i].encode(w)
-		}
+		encodeSlices(w, m.prior)
 	}
 }
 
@@ -230,10 +231,23 @@ func (a *Auto) decodePrior(d *decoder) {
 		return
 	}
 	m.prior = make([]EWMA, n)
-	for i := range m.prior {
-		m.prior[i].decode(d)
-		if e := &m.prior[i]; !(finite(e.mean) && finite(e.vr) && e.vr >= 0) && d.err == nil {
-			d.err = errorf("slice %d kept after an incident: %v, variance %v", i, e.mean, e.vr)
+	decodeSlices(d, m.prior, "kept after an incident")
+}
+
+// encodeSlices writes remembered time-of-day slices.
+func encodeSlices(w *encoder, s []EWMA) {
+	for i := range s {
+		s[i].encode(w)
+	}
+}
+
+// decodeSlices reads what encodeSlices wrote into s, each slice a mean
+// and a variance that must be finite; what names them in an error.
+func decodeSlices(d *decoder, s []EWMA, what string) {
+	for i := range s {
+		s[i].decode(d)
+		if e := &s[i]; !(finite(e.mean) && finite(e.vr) && e.vr >= 0) && d.err == nil {
+			d.err = errorf("slice %d %s: %v, variance %v", i, what, e.mean, e.vr)
 		}
 	}
 }
@@ -246,9 +260,7 @@ func (m *linger) encode(w *encoder) {
 		w.f64(m.loc)
 		w.f64(m.scale)
 		w.f64(m.slope)
-		for i := range m.day {
-			m.day[i].encode(w)
-		}
+		encodeSlices(w, m.day)
 	}
 }
 
@@ -269,10 +281,5 @@ func (a *Auto) decodeLinger(d *decoder) {
 	if n := len(a.day.buckets); n > 0 && m.day == nil {
 		m.day = make([]EWMA, n)
 	}
-	for i := range m.day {
-		m.day[i].decode(d)
-		if e := &m.day[i]; !(finite(e.mean) && finite(e.vr) && e.vr >= 0) && d.err == nil {
-			d.err = errorf("remembered slice %d: %v, variance %v", i, e.mean, e.vr)
-		}
-	}
+	decodeSlices(d, m.day, "remembered at an alert")
 }
