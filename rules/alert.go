@@ -49,6 +49,10 @@ type alertState struct {
 	// SuppressedBy names the rule whose alert suppresses this one in its
 	// current episode; a suppressed alert is never sent.
 	SuppressedBy string `json:"suppressedBy,omitempty"`
+	// SuppressedHang is set when SuppressedBy's alert is on a series that
+	// stopped moving with this one's, one hang (see "One hang, one
+	// page"): a firing alert stays suppressed until it resolves.
+	SuppressedHang bool `json:"suppressedHang,omitempty"`
 
 	Verdict     detect.Verdict     `json:"verdict"`
 	Explanation *model.Explanation `json:"explanation,omitempty"`

@@ -63,6 +63,10 @@ type seriesState struct {
 	// run counts consecutive anomalous verdicts (spike vs level shift).
 	run    int
 	recent []float64
+	// still is the time of the first of the latest evaluations in a
+	// row with the same value: where a freeze began (see "One hang, one
+	// page").
+	still time.Time
 	// snap is a dormant detector's state (see release): det and comp are
 	// nil meanwhile, and a snapshot is smaller than the detector.
 	snap []byte
@@ -82,7 +86,11 @@ func (s *seriesState) unchanged() int {
 	return same
 }
 
-func (s *seriesState) push(v float64) {
+// push keeps v, the value at ts, among the recent values.
+func (s *seriesState) push(ts time.Time, v float64) {
+	if n := len(s.recent); n == 0 || s.recent[n-1] != v {
+		s.still = ts
+	}
 	if len(s.recent) == recentLen {
 		copy(s.recent, s.recent[1:])
 		s.recent = s.recent[:recentLen-1]
@@ -112,10 +120,15 @@ type ruleState struct {
 	causes []cause
 }
 
-// cause is an alert that may suppress others.
+// cause is an alert that may suppress others: a pending or firing alert
+// of a rule named in suppressed_by, or (still) an alert on a series that
+// has not moved since since, which may suppress a frozen alert (see
+// "One hang, one page").
 type cause struct {
 	rule   string
 	labels labels.Labels
+	still  bool
+	since  time.Time
 }
 
 func newRuleState(r *Rule, g *groupState) *ruleState {
@@ -291,7 +304,7 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 			}
 			v := ss.det.Observe(ts.UnixMilli(), s.F)
 			ss.lastSeen, ss.last = ts, v
-			ss.push(s.F)
+			ss.push(ts, s.F)
 			if v.State == detect.StateAnomalous {
 				ss.run++
 			} else {
@@ -389,7 +402,7 @@ func (rs *ruleState) warmStart(ctx context.Context, ts time.Time) {
 				continue
 			}
 			ss.last = ss.det.Observe(pt.UnixMilli(), p.F)
-			ss.push(p.F)
+			ss.push(pt, p.F)
 			if ss.last.State == detect.StateAnomalous {
 				ss.run++
 			} else {
@@ -550,7 +563,7 @@ func (rs *ruleState) feedComposite(ts time.Time, vecs []promql.Vector, warm bool
 		res := ss.comp.Observe(ts.UnixMilli(), in)
 		ss.lastSeen, ss.last = ts, res.Verdict
 		if !math.IsNaN(first) {
-			ss.push(first)
+			ss.push(ts, first)
 			if obs := rs.group.env.onObserve; obs != nil && !warm {
 				v := res.Verdict
 				tl := labels.NewBuilder(g)
@@ -808,25 +821,81 @@ func (rs *ruleState) stepAlert(ctx context.Context, ts time.Time, fp uint64, a *
 // gatherCauses returns the pending and firing alerts of the rules this
 // rule is suppressed by. Rules of a group are evaluated in order, so a
 // cause listed earlier in the group is judged at this same tick.
+//
+// For a univariate anomaly rule it also returns the other univariate
+// anomaly rules' alerts whose series have stopped moving, and that are
+// not suppressed themselves (see "One hang, one page").
 func (rs *ruleState) gatherCauses() []cause {
-	if len(rs.rule.SuppressedBy) == 0 {
+	frozen := univariate(rs.rule)
+	if len(rs.rule.SuppressedBy) == 0 && !frozen {
 		return nil
 	}
 	var out []cause
 	for _, o := range rs.group.rules {
-		if o == rs || !o.rule.Enabled || !slices.Contains(rs.rule.SuppressedBy, o.rule.Name) {
+		if o == rs || !o.rule.Enabled {
+			continue
+		}
+		named := slices.Contains(rs.rule.SuppressedBy, o.rule.Name)
+		if !named && !(frozen && univariate(o.rule)) {
 			continue
 		}
 		o.mu.Lock()
 		for _, a := range o.alerts {
-			if a.State == model.StatePending || a.State == model.StateFiring {
+			if a.State != model.StatePending && a.State != model.StateFiring {
+				continue
+			}
+			if named {
 				out = append(out, cause{rule: o.rule.Name, labels: a.Labels})
+			}
+			if ss := o.series[a.Series]; frozen && a.SuppressedBy == "" && ss != nil && ss.unchanged() >= minUnchanged {
+				out = append(out, cause{rule: o.rule.Name, labels: a.Labels, still: true, since: ss.still})
 			}
 		}
 		o.mu.Unlock()
 	}
 	return out
 }
+
+// univariate reports whether r is an anomaly rule with a detector per
+// series, whose alerts may say a metric has stopped moving.
+func univariate(r *Rule) bool {
+	return r.Type == TypeAnomaly && r.Detector != nil && !r.Detector.Composite()
+}
+
+// isFrozen reports whether a's explanation says its metric has stopped
+// moving.
+func isFrozen(a *alertState) bool {
+	return a.Explanation != nil && a.Explanation.Kind == "frozen"
+}
+
+// One hang, one page
+//
+// An exporter that hangs while still being scraped, a Pushgateway whose
+// pusher died, or a textfile collector whose writer stopped freezes every
+// metric it serves at once. Each anomaly rule watching one of them pages
+// it as frozen, and rules differ in alertname, so each was its own
+// group downstream and its own page: five rules over one hung exporter
+// paged five times for one cause. So a frozen alert is suppressed, as by
+// suppressed_by, while an alert of another univariate anomaly rule of the
+// group is pending or firing, unsuppressed, with the same values of the
+// labels both carry (sameCause: the same target), on a series that has
+// not moved for minUnchanged evaluations or more, since within
+// frozenTogether of when this one's stopped. The first of them pages; the
+// others are shown, suppressed by its rule, in the console and the API.
+// The first need not have paged as frozen: a freeze on a daily cycle may
+// page first as unusual for the time of day, minutes before its run is
+// long enough to be judged frozen. A freeze elsewhere (another instance)
+// or at another time is another cause and pages. Within one rule its
+// series share an alertname, and grouping downstream already gathers
+// them.
+
+// frozenTogether is how close in time two series' freezes must begin to
+// be one hang. A hang stops every series it serves at the same scrape,
+// but a rule over a window (avg_over_time(x[5m])) keeps moving until the
+// window has passed it, and a series may have repeated its value by
+// chance just before. The ten minutes are the least span a freeze must
+// have to page (detect, "A value that stops moving").
+const frozenTogether = 10 * time.Minute
 
 // suppress decides whether a pending or firing alert is suppressed: while
 // an alert of a rule in suppressed_by is pending or firing with the same
@@ -838,17 +907,29 @@ func (rs *ruleState) gatherCauses() []cause {
 func (rs *ruleState) suppress(a *alertState) {
 	if a.State != model.StatePending && a.State != model.StateFiring {
 		if a.State != model.StateResolved {
-			a.SuppressedBy = ""
+			a.SuppressedBy, a.SuppressedHang = "", false
 		}
 		return
 	}
 	if a.State == model.StateFiring && a.SuppressedBy == "" && !a.LastSentAt.IsZero() {
 		return // already paged
 	}
-	a.SuppressedBy = ""
+	if a.State == model.StateFiring && a.SuppressedHang {
+		// One hang: the page went out for it. When the hang ends, the
+		// alert that paged may resolve first; this one is its tail.
+		return
+	}
+	a.SuppressedBy, a.SuppressedHang = "", false
+	var since time.Time
+	if ss := rs.series[a.Series]; isFrozen(a) && ss != nil {
+		since = ss.still
+	}
 	for _, c := range rs.causes {
+		if c.still && (since.IsZero() || c.since.Sub(since).Abs() > frozenTogether) {
+			continue
+		}
 		if sameCause(c.labels, a.Labels) {
-			a.SuppressedBy = c.rule
+			a.SuppressedBy, a.SuppressedHang = c.rule, c.still
 			return
 		}
 	}

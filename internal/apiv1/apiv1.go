@@ -47,10 +47,14 @@ type Alert struct {
 	KeepFiringSince *time.Time        `json:"keepFiringSince,omitempty"`
 	// HeldBy says what keeps a firing alert firing while its condition
 	// is false: one of the HeldBy constants.
-	HeldBy       string `json:"heldBy,omitempty"`
-	Value        string `json:"value"`
-	Flapping     bool   `json:"flapping,omitempty"`
-	SuppressedBy string `json:"suppressedBy,omitempty"`
+	HeldBy   string `json:"heldBy,omitempty"`
+	Value    string `json:"value"`
+	Flapping bool   `json:"flapping,omitempty"`
+	// SuppressedBy names the rule whose alert is sent in this one's
+	// place: its suppressed_by, or (SuppressedHang) an alert on a series
+	// of the same target that stopped moving with this one's.
+	SuppressedBy   string `json:"suppressedBy,omitempty"`
+	SuppressedHang bool   `json:"suppressedHang,omitempty"`
 	// Unrecovered: resolved with the value still beyond the band the
 	// alert fired against (the detector took the new level for normal).
 	Unrecovered bool               `json:"unrecovered,omitempty"`

@@ -1,0 +1,121 @@
+package rules
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/seismo-agent/seismo/detect"
+	"github.com/seismo-agent/seismo/internal/model"
+)
+
+// frozenSeries is one series of TestFrozenTogetherIsOnePage: a daily
+// cycle every 15 s whose value is held from row from for three hours
+// (from < 0: never).
+type frozenSeries struct {
+	metric, instance string
+	from             int
+	vals             []float64
+}
+
+// TestFrozenTogetherIsOnePage: an exporter on instance a hangs at 10:00
+// on the fourth day, and two rules, Queue and Inflight, watch its
+// metrics. They page once between them: the rule that sees the freeze
+// first pages, the other's alert fires suppressed by it. A freeze at the
+// same time on instance b (another target) pages on its own, and so
+// does one that begins two hours later on instance a (another cause).
+func TestFrozenTogetherIsOnePage(t *testing.T) {
+	const perDay = 5760
+	day3 := 3 * perDay
+	ten, noon := day3+perDay*10/24, day3+perDay*12/24
+	series := []*frozenSeries{
+		{metric: "queue", instance: "a", from: ten},
+		{metric: "inflight", instance: "a", from: ten},
+		{metric: "inflight", instance: "b", from: ten},
+		{metric: "workers", instance: "a", from: noon},
+	}
+	rows := noon + perDay*4/24
+	for k, s := range series {
+		rng := rand.New(rand.NewPCG(uint64(k+1), 6))
+		s.vals = make([]float64, rows)
+		for i := range s.vals {
+			s.vals[i] = 100 * (1 + 0.3*math.Sin(2*math.Pi*float64(i)/perDay)) * (1 + 0.03*rng.NormFloat64())
+			if i >= s.from && i < s.from+perDay*3/24 {
+				s.vals[i] = s.vals[s.from-1]
+			}
+		}
+	}
+	i := 0
+	src := &fakeSource{instant: func(q string, ts time.Time) (promql.Vector, error) {
+		var out promql.Vector
+		for _, s := range series {
+			if s.metric == q {
+				out = append(out, promql.Sample{Metric: labels.FromStrings("__name__", q, "instance", s.instance, "job", "app"), F: s.vals[i], T: ts.UnixMilli()})
+			}
+		}
+		return out, nil
+	}}
+	rec := &recorder{}
+	m, err := NewManager(Options{Source: src, Notify: rec.notify, OnTransition: rec.onTransition, Lookup: detect.Lookup, Kinds: detect.Kinds})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	require.NoError(t, m.ApplyConfig(testConfig(writeRules(t, t.TempDir(), "r.yml", `groups:
+  - name: app
+    rules:
+      - anomaly: Queue
+        expr: queue
+        detector: {type: auto}
+      - anomaly: Inflight
+        expr: inflight
+        detector: {type: auto}
+      - anomaly: Workers
+        expr: workers
+        detector: {type: auto}
+`))))
+	pages := map[string]int{} // by alertname and instance
+	started := map[string]time.Time{}
+	var suppressed []apiAlert
+	for ; i < rows; i++ {
+		require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*15*time.Second)))
+		for _, a := range rec.take() {
+			k := a.Labels.Get(labels.AlertName) + "/" + a.Labels.Get("instance")
+			if a.State == model.StateFiring && i >= ten && !a.StartsAt.Equal(started[k]) {
+				started[k] = a.StartsAt
+				t.Logf("page %s at %s (%d after the freeze): %s", k, a.StartsAt.Format("15:04:05"), i-ten, a.Explanation.Summary)
+				pages[k]++
+			}
+		}
+		if i == ten+perDay*3/24-1 { // the last row of the first freeze
+			for _, rs := range m.groups[0].rules {
+				as, _ := rs.apiAlerts(stringSet{"firing": true})
+				for _, a := range as {
+					if a.SuppressedBy != "" {
+						suppressed = append(suppressed, a)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("pages %v", pages)
+	require.Equal(t, 1, pages["Queue/a"]+pages["Inflight/a"], "instance a's hang at 10:00: pages %v", pages)
+	require.Equal(t, 1, pages["Inflight/b"], "instance b's freeze at 10:00: pages %v", pages)
+	require.Equal(t, 1, pages["Workers/a"], "instance a's freeze at 12:00: pages %v", pages)
+	require.Len(t, pages, 3, "pages %v", pages)
+	require.Len(t, suppressed, 1, "suppressed at the hang's end")
+	s := suppressed[0]
+	require.Equal(t, "a", s.Labels["instance"])
+	require.Equal(t, "frozen", s.Explanation.Kind, s.Explanation.Summary)
+	require.True(t, s.SuppressedHang)
+	paged := "Queue"
+	if pages["Inflight/a"] == 1 {
+		paged = "Inflight"
+	}
+	require.Equal(t, paged, s.SuppressedBy)
+	require.NotEqual(t, paged, s.Labels[labels.AlertName])
+}
