@@ -30,7 +30,17 @@ type frozenSeries struct {
 // first pages, the other's alert fires suppressed by it. A freeze at the
 // same time on instance b (another target) pages on its own, and so
 // does one that begins two hours later on instance a (another cause).
+// The same with the agent restarted seven minutes into the hang: when
+// each series stopped moving is kept with its detector.
 func TestFrozenTogetherIsOnePage(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(map[bool]string{false: "running", true: "restarted"}[restart], func(t *testing.T) {
+			hangPages(t, restart)
+		})
+	}
+}
+
+func hangPages(t *testing.T, restart bool) {
 	const perDay = 5760
 	day3 := 3 * perDay
 	ten, noon := day3+perDay*10/24, day3+perDay*12/24
@@ -62,10 +72,15 @@ func TestFrozenTogetherIsOnePage(t *testing.T) {
 		return out, nil
 	}}
 	rec := &recorder{}
-	m, err := NewManager(Options{Source: src, Notify: rec.notify, OnTransition: rec.onTransition, Lookup: detect.Lookup, Kinds: detect.Kinds})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = m.Close() })
-	require.NoError(t, m.ApplyConfig(testConfig(writeRules(t, t.TempDir(), "r.yml", `groups:
+	dataDir := t.TempDir()
+	open := func() *Manager {
+		m, err := NewManager(Options{Source: src, Notify: rec.notify, OnTransition: rec.onTransition, Lookup: detect.Lookup, Kinds: detect.Kinds, DataDir: dataDir})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = m.Close() })
+		return m
+	}
+	m := open()
+	cfg := testConfig(writeRules(t, t.TempDir(), "r.yml", `groups:
   - name: app
     rules:
       - anomaly: Queue
@@ -77,11 +92,18 @@ func TestFrozenTogetherIsOnePage(t *testing.T) {
       - anomaly: Workers
         expr: workers
         detector: {type: auto}
-`))))
+`))
+	require.NoError(t, m.ApplyConfig(cfg))
 	pages := map[string]int{} // by alertname and instance
 	started := map[string]time.Time{}
 	var suppressed []apiAlert
 	for ; i < rows; i++ {
+		if restart && i == ten+28 {
+			require.NoError(t, m.Save())
+			require.NoError(t, m.Close())
+			m = open()
+			require.NoError(t, m.ApplyConfig(cfg))
+		}
 		require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*15*time.Second)))
 		for _, a := range rec.take() {
 			k := a.Labels.Get(labels.AlertName) + "/" + a.Labels.Get("instance")

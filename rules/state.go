@@ -45,12 +45,15 @@ func (s *stateDB) close() error { return s.db.Close() }
 
 // savedSeries is one detector instance on disk.
 type savedSeries struct {
-	Labels   labels.Labels  `json:"labels"`
-	LastSeen time.Time      `json:"lastSeen"`
-	Run      int            `json:"run"`
-	Recent   []float64      `json:"recent,omitempty"`
-	Last     detect.Verdict `json:"last"`
-	State    []byte         `json:"state"`
+	Labels   labels.Labels `json:"labels"`
+	LastSeen time.Time     `json:"lastSeen"`
+	Run      int           `json:"run"`
+	Recent   []float64     `json:"recent,omitempty"`
+	// Still is when the latest run of one value in Recent began (zero
+	// in files written before it was kept: not known).
+	Still time.Time      `json:"still"`
+	Last  detect.Verdict `json:"last"`
+	State []byte         `json:"state"`
 }
 
 // savedState is everything read from disk at start, keyed by rule.
@@ -129,7 +132,7 @@ func (st *savedState) apply(groups []*groupState, logger *slog.Logger) {
 // returns how many were dropped, and the first one's error.
 func (rs *ruleState) restoreDetectors(saved map[uint64]*savedSeries) (failed int, first error) {
 	for key, s := range saved {
-		ss := &seriesState{labels: s.Labels, lastSeen: s.LastSeen, run: s.Run, recent: s.Recent, last: s.Last}
+		ss := &seriesState{labels: s.Labels, lastSeen: s.LastSeen, run: s.Run, recent: s.Recent, still: s.Still, last: s.Last}
 		if err := rs.restore(ss, s.State); err != nil {
 			if failed++; first == nil {
 				first = err
@@ -256,7 +259,7 @@ func (rs *ruleState) snapshotDetectors() (map[uint64]*savedSeries, error) {
 		if err != nil {
 			return nil, fmt.Errorf("rules: snapshot detector of %q: %w", rs.rule.Name, err)
 		}
-		out[k] = &savedSeries{Labels: ss.labels, LastSeen: ss.lastSeen, Run: ss.run, Recent: ss.recent, Last: ss.last, State: b}
+		out[k] = &savedSeries{Labels: ss.labels, LastSeen: ss.lastSeen, Run: ss.run, Recent: ss.recent, Still: ss.still, Last: ss.last, State: b}
 	}
 	return out, nil
 }
