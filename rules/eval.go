@@ -847,7 +847,7 @@ func (rs *ruleState) gatherCauses() []cause {
 			if named {
 				out = append(out, cause{rule: o.rule.Name, labels: a.Labels})
 			}
-			if ss := o.series[a.Series]; frozen && a.SuppressedBy == "" && ss != nil && ss.unchanged() >= minUnchanged {
+			if ss := o.series[a.Series]; frozen && a.State == model.StateFiring && a.SuppressedBy == "" && ss != nil && ss.unchanged() >= minUnchanged {
 				out = append(out, cause{rule: o.rule.Name, labels: a.Labels, still: true, since: ss.still})
 			}
 		}
@@ -877,11 +877,14 @@ func isFrozen(a *alertState) bool {
 // group downstream and its own page: five rules over one hung exporter
 // paged five times for one cause. So a frozen alert is suppressed, as by
 // suppressed_by, while an alert of another univariate anomaly rule of the
-// group is pending or firing, unsuppressed, with the same values of the
-// labels both carry (sameCause: the same target), on a series that has
-// not moved for minUnchanged evaluations or more, since within
-// frozenTogether of when this one's stopped. The first of them pages; the
-// others are shown, suppressed by its rule, in the console and the API.
+// group is firing, unsuppressed, with the same values of the labels both
+// carry (sameCause: the same target), on a series that has not moved for
+// minUnchanged evaluations or more, since within frozenTogether of when
+// this one's stopped. The first of them pages; the others are shown,
+// suppressed by its rule, in the console and the API, and stay so until
+// they resolve (see suppress). Firing, not pending as for suppressed_by:
+// a cause still pending under a longer `for:` may never page if the hang
+// ends first, and nothing would have paged it.
 // The first need not have paged as frozen: a freeze on a daily cycle may
 // page first as unusual for the time of day, minutes before its run is
 // long enough to be judged frozen. A freeze elsewhere (another instance)
