@@ -77,6 +77,9 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 	for _, w := range corpus.Sorted {
 		fmt.Fprintf(stderr, "data: %s\n", w)
 	}
+	for _, name := range corpus.Unlisted {
+		fmt.Fprintf(stderr, "data: %s: not in labels/combined_windows.json; left out\n", name)
+	}
 	cfg, err := nab.KindConfig(o.detector)
 	if err != nil {
 		return err
@@ -116,6 +119,12 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 		o.detector, len(corpus.Files), report.Rows, corpus.Missing(), corpus.Windows())
 	if n := len(corpus.Warnings); n > 0 {
 		fmt.Fprintf(stdout, " (%d label repairs, listed on stderr)", n)
+	}
+	switch n := len(corpus.Unlisted); {
+	case n == 1:
+		fmt.Fprint(stdout, " (1 data file not in the windows file left out, named on stderr)")
+	case n > 1:
+		fmt.Fprintf(stdout, " (%d data files not in the windows file left out, named on stderr)", n)
 	}
 	switch n := len(corpus.Sorted); {
 	case n == 1:

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -146,6 +147,11 @@ type Corpus struct {
 	// Warnings name each label that Load had to repair (see
 	// File.SetWindows), "file: what".
 	Warnings []string
+	// Unlisted names the .csv files under data/ that the windows file
+	// does not list, which Load leaves out: a data set converted into
+	// NAB's layout whose labels missed some of its files would otherwise
+	// be scored on fewer files than it has, and say nothing.
+	Unlisted []string
 	// Sorted names each file whose rows are out of time order, and
 	// whether Load sorted them (see File.sortByTime), "file: what".
 	Sorted []string
@@ -243,7 +249,32 @@ func Load(dir string) (*Corpus, error) {
 		}
 		c.Files = append(c.Files, f)
 	}
+	c.Unlisted = unlisted(filepath.Join(dir, "data"), windows)
 	return c, nil
+}
+
+// unlisted returns the .csv files under data, as the windows file names
+// them ("category/file.csv"), that it does not list, sorted. A data
+// directory that cannot be read lists none: Load has already read every
+// file it needs from it.
+func unlisted(data string, windows map[string][][2]string) []string {
+	var out []string
+	_ = filepath.WalkDir(data, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.EqualFold(filepath.Ext(p), ".csv") {
+			return nil
+		}
+		rel, err := filepath.Rel(data, p)
+		if err != nil {
+			return nil
+		}
+		name := filepath.ToSlash(rel)
+		if _, ok := windows[name]; !ok {
+			out = append(out, name)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
 }
 
 // sortByTime puts the rows of a file written newest first in time order,

@@ -207,6 +207,28 @@ func TestLoadMissingCorpus(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoCorpus)
 }
 
+// TestLoadNamesUnlistedFiles: a data file the windows file does not list
+// is left out, and named, as is one in a category of its own; other
+// files under data/ are not data files.
+func TestLoadNamesUnlistedFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(p, content string) {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		require.NoError(t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(t, os.WriteFile(full, []byte(content), 0o644))
+	}
+	rows := "timestamp,value\n2015-01-01 00:00:00,1\n2015-01-01 00:05:00,2\n"
+	write("data/a/listed.csv", rows)
+	write("data/a/forgotten.csv", rows)
+	write("data/b/other.CSV", rows)
+	write("data/README.md", "not data")
+	write("labels/combined_windows.json", `{"a/listed.csv": []}`)
+	c, err := Load(dir)
+	require.NoError(t, err)
+	require.Len(t, c.Files, 1)
+	require.Equal(t, []string{"a/forgotten.csv", "b/other.CSV"}, c.Unlisted)
+}
+
 // TestLoadSortsRows: a file written newest first is loaded in time order
 // (rows with one timestamp keep theirs), its windows are found on the
 // sorted rows, and the corpus names it; a file with a row out of place
