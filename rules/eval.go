@@ -142,6 +142,9 @@ type groupState struct {
 	spec  *Group
 	rules []*ruleState
 	env   *evalEnv
+	// peers are every group loaded with this one, this one included
+	// (nil: this one alone); set at load, read only.
+	peers []*groupState
 
 	mu       sync.Mutex
 	lastEval time.Time
@@ -852,26 +855,36 @@ func (rs *ruleState) gatherCauses() []cause {
 	return out
 }
 
-// gatherStill returns the firing, unsuppressed alerts of the group's
-// other univariate anomaly rules whose series have stopped moving: the
-// causes that may suppress a frozen alert (see "One hang, one page").
-// rs.mu must not be held: it locks the other rules, one at a time.
+// gatherStill returns the firing, unsuppressed alerts of the other
+// univariate anomaly rules, of every group that queries the same
+// datasource, whose series have stopped moving: the causes that may
+// suppress a frozen alert (see "One hang, one page"). rs.mu must not be
+// held: it locks the other rules, one at a time.
 func (rs *ruleState) gatherStill() []cause {
+	groups := rs.group.peers
+	if groups == nil {
+		groups = []*groupState{rs.group}
+	}
 	var out []cause
-	for _, o := range rs.group.rules {
-		if o == rs || !o.rule.Enabled || !univariate(o.rule) {
+	for _, g := range groups {
+		if g.spec.Source != rs.group.spec.Source {
 			continue
 		}
-		o.mu.Lock()
-		for _, a := range o.alerts {
-			if a.State != model.StateFiring || a.SuppressedBy != "" {
+		for _, o := range g.rules {
+			if o == rs || !o.rule.Enabled || !univariate(o.rule) {
 				continue
 			}
-			if ss := o.series[a.Series]; ss != nil && ss.unchanged() >= minUnchanged {
-				out = append(out, cause{rule: o.rule.Name, labels: a.Labels, still: true, since: ss.still})
+			o.mu.Lock()
+			for _, a := range o.alerts {
+				if a.State != model.StateFiring || a.SuppressedBy != "" {
+					continue
+				}
+				if ss := o.series[a.Series]; ss != nil && ss.unchanged() >= minUnchanged {
+					out = append(out, cause{rule: o.rule.Name, labels: a.Labels, still: true, since: ss.still})
+				}
 			}
+			o.mu.Unlock()
 		}
-		o.mu.Unlock()
 	}
 	return out
 }
@@ -913,24 +926,27 @@ func isFrozen(a *alertState) bool {
 // An exporter that hangs while still being scraped, a Pushgateway whose
 // pusher died, or a textfile collector whose writer stopped freezes every
 // metric it serves at once. Each anomaly rule watching one of them pages
-// it as frozen, and rules differ in alertname, so each was its own
-// group downstream and its own page: five rules over one hung exporter
-// paged five times for one cause. So a frozen alert is suppressed, as by
-// suppressed_by, while an alert of another univariate anomaly rule of the
-// group is firing, unsuppressed, with the same values of the labels both
-// carry (sameCause: the same target), on a series that has not moved for
+// it as frozen, and rules differ in alertname, so each was its own group
+// downstream and its own page: five rules over one hung exporter paged
+// five times for one cause. So a frozen alert is suppressed, as by
+// suppressed_by, while an alert of another univariate anomaly rule is
+// firing, unsuppressed, with the same values of the labels both carry
+// (sameCause: the same target), on a series that has not moved for
 // minUnchanged evaluations or more, since within frozenTogether of when
-// this one's stopped. The first of them pages; the others are shown,
-// suppressed by its rule, in the console and the API, and stay so until
-// they resolve (see suppress). Firing, not pending as for suppressed_by:
-// a cause still pending under a longer `for:` may never page if the hang
-// ends first, and nothing would have paged it.
-// The first need not have paged as frozen: a freeze on a daily cycle may
-// page first as unusual for the time of day, minutes before its run is
-// long enough to be judged frozen. A freeze elsewhere (another instance)
-// or at another time is another cause and pages. Within one rule its
-// series share an alertname, and grouping downstream already gathers
-// them.
+// this one's stopped. The other rule may be of any group on the same
+// datasource: one exporter's metrics are often watched from several
+// groups. The first of them pages; the others are shown, suppressed by its
+// rule, in the console and the API, and stay so until they resolve (see
+// suppress).
+//
+// Firing, not pending as for suppressed_by: a cause still pending under a
+// longer `for:` may never page if the hang ends first, and nothing would
+// have paged it. The first need not have paged as frozen: a freeze on a
+// daily cycle may page first as unusual for the time of day, minutes
+// before its run is long enough to be judged frozen. A freeze elsewhere
+// (another instance) or at another time is another cause and pages. Within
+// one rule its series share an alertname, and grouping downstream already
+// gathers them.
 
 // frozenTogether is how close in time two series' freezes must begin to
 // be one hang. A hang stops every series it serves at the same scrape,

@@ -33,9 +33,10 @@ type frozenSeries struct {
 // each series stopped moving is kept with its detector. And with
 // Inflight under `for: 30m` and a hang of 20 minutes: Inflight's alert,
 // pending, suppresses nothing, so Queue pages the hang; a pending alert
-// that never fires must not have held back the one page.
+// that never fires must not have held back the one page. And with Queue
+// in one group and the others in another, on the same datasource.
 func TestFrozenTogetherIsOnePage(t *testing.T) {
-	for _, variant := range []string{"running", "restarted", "for"} {
+	for _, variant := range []string{"running", "restarted", "for", "groups"} {
 		t.Run(variant, func(t *testing.T) {
 			hangPages(t, variant)
 		})
@@ -46,9 +47,12 @@ func hangPages(t *testing.T, variant string) {
 	const perDay = 5760
 	day3 := 3 * perDay
 	ten, noon := day3+perDay*10/24, day3+perDay*12/24
-	hang, forInflight := perDay*3/24, ""
-	if variant == "for" {
+	hang, forInflight, secondGroup := perDay*3/24, "", ""
+	switch variant {
+	case "for":
 		hang, forInflight = perDay*20/1440, "\n        for: 30m"
+	case "groups":
+		secondGroup = "\n  - name: app-saturation\n    rules:"
 	}
 	series := []*frozenSeries{
 		{metric: "queue", instance: "a", from: ten, rows: hang},
@@ -91,7 +95,7 @@ func hangPages(t *testing.T, variant string) {
     rules:
       - anomaly: Queue
         expr: queue
-        detector: {type: auto}
+        detector: {type: auto}`+secondGroup+`
       - anomaly: Inflight
         expr: inflight
         detector: {type: auto}`+forInflight+`
@@ -120,11 +124,13 @@ func hangPages(t *testing.T, variant string) {
 			}
 		}
 		if i == ten+perDay*3/24-1 { // the last row of the first freeze
-			for _, rs := range m.groups[0].rules {
-				as, _ := rs.apiAlerts(stringSet{"firing": true})
-				for _, a := range as {
-					if a.SuppressedBy != "" {
-						suppressed = append(suppressed, a)
+			for _, g := range m.groups {
+				for _, rs := range g.rules {
+					as, _ := rs.apiAlerts(stringSet{"firing": true})
+					for _, a := range as {
+						if a.SuppressedBy != "" {
+							suppressed = append(suppressed, a)
+						}
 					}
 				}
 			}

@@ -299,6 +299,9 @@ func (m *Manager) swap(cfg Config, groups []*Group, sources map[string]datasourc
 	for _, g := range groups {
 		next = append(next, newGroupState(g, m.newEnv(cfg, g)))
 	}
+	for _, g := range next {
+		g.peers = next
+	}
 	transferState(m.groups, next)
 	if m.restore != nil {
 		// The first rules loaded claim the saved state; what is left
