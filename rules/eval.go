@@ -47,7 +47,10 @@ type Transition struct {
 	Explanation                   *model.Explanation
 	// SuppressedBy names the rule whose firing alert suppresses this one
 	// (see Rule.SuppressedBy); a suppressed alert is not sent.
-	SuppressedBy string
+	// SuppressedHang says it is one hang with that alert's (see "One
+	// hang, one page").
+	SuppressedBy   string
+	SuppressedHang bool
 }
 
 // seriesState is one detector instance (univariate: per series; composite:
@@ -824,7 +827,7 @@ func (rs *ruleState) stepAlert(ctx context.Context, ts time.Time, fp uint64, a *
 			Time: ts, Group: rs.group.spec.Name, Rule: rs.rule.Name, Labels: a.Labels,
 			From: from, To: a.State, Value: a.Value,
 			Score: a.Verdict.Score, Expected: a.Verdict.Expected, Lower: a.Verdict.Lower, Upper: a.Verdict.Upper,
-			Explanation: a.Explanation, SuppressedBy: a.SuppressedBy,
+			Explanation: a.Explanation, SuppressedBy: a.SuppressedBy, SuppressedHang: a.SuppressedHang && a.SuppressedBy != "",
 		})
 	}
 	if drop {

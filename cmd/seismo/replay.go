@@ -299,8 +299,9 @@ type jsonTransition struct {
 	Upper       float64           `json:"upper"`
 	Explanation *json.RawMessage  `json:"explanation,omitempty"`
 	// SuppressedBy names the rule whose alert suppresses this one: it
-	// would not be sent.
-	SuppressedBy string `json:"suppressedBy,omitempty"`
+	// would not be sent. SuppressedHang: as one hang with it.
+	SuppressedBy   string `json:"suppressedBy,omitempty"`
+	SuppressedHang bool   `json:"suppressedHang,omitempty"`
 }
 
 func (tw *transitionWriter) write(tr rules.Transition) {
@@ -312,7 +313,7 @@ func (tw *transitionWriter) write(tr rules.Transition) {
 			Time: tr.Time.UTC(), Alert: tr.Rule, Group: tr.Group, Labels: tr.Labels.Map(),
 			From: tr.From.String(), State: tr.To.String(), Value: finite(tr.Value),
 			Score: finite(tr.Score), Expected: finite(tr.Expected), Lower: finite(tr.Lower), Upper: finite(tr.Upper),
-			SuppressedBy: tr.SuppressedBy,
+			SuppressedBy: tr.SuppressedBy, SuppressedHang: tr.SuppressedHang,
 		}
 		if tr.Explanation != nil {
 			if b, err := json.Marshal(tr.Explanation); err == nil {
@@ -338,6 +339,9 @@ func (tw *transitionWriter) write(tr rules.Transition) {
 	}
 	if tr.SuppressedBy != "" {
 		line += " suppressed_by=" + tr.SuppressedBy
+		if tr.SuppressedHang {
+			line += " (one hang)"
+		}
 	}
 	if tr.Explanation != nil && tr.Explanation.Summary != "" {
 		line += "\n    " + tr.Explanation.Summary

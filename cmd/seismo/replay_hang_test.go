@@ -71,6 +71,6 @@ func TestReplayHangPagesOnce(t *testing.T) {
 	require.Len(t, sent, 1, "pages from the hang on:\n%s", out)
 	require.Len(t, suppressed, 1, "suppressed from the hang on:\n%s", out)
 	paged := strings.Fields(sent[0])[1]
-	require.Contains(t, suppressed[0], "suppressed_by="+paged)
+	require.Contains(t, suppressed[0], "suppressed_by="+paged+" (one hang)")
 	require.Contains(t, out, "(1 suppressed: not sent)")
 }
