@@ -195,7 +195,13 @@ func (m *Manager) PrepareSources(cfg Config, sources map[string]datasource.Sourc
 		m.logger.Error("rules not reloaded, keeping the running ones", "err", err)
 		return nil, err
 	}
-	return func() { m.swap(cfg, groups, sources) }, nil
+	warnings := Lint(groups)
+	return func() {
+		for _, w := range warnings {
+			m.logger.Warn("rule most likely wrong", "warning", w.Error())
+		}
+		m.swap(cfg, groups, sources)
+	}, nil
 }
 
 // load reads the configured files and the built-in pack.

@@ -151,6 +151,8 @@ type Rule struct {
 	Hash uint64
 
 	expr parser.Expr
+	// exprLine and exprCol are where expr is written, for Lint.
+	exprLine, exprCol int
 	// suppressedAt is the suppressed_by node, for error positions.
 	suppressedAt *yaml.Node
 }
@@ -613,6 +615,7 @@ func (p *fileParser) rule(g *Group, idx int, n *yaml.Node) *Rule {
 		switch k.Value {
 		case "expr":
 			r.Expr, _ = p.str(v, gn, idx, name, "expr")
+			r.exprLine, r.exprCol = v.Line, v.Column
 			if r.Expr != "" {
 				e, err := promqlParser.ParseExpr(r.Expr)
 				if err != nil {

@@ -45,6 +45,9 @@ func checkRules(cli *cliEnv, files []string) error {
 			n += len(g.Rules)
 		}
 		fmt.Fprintf(cli.stdout, "  SUCCESS: %d rules found\n", n)
+		for _, w := range rules.Lint(groups) {
+			fmt.Fprintf(cli.stdout, "  WARNING: %v\n", w)
+		}
 	}
 	if failed > 0 {
 		return &exitError{code: 1}

@@ -36,6 +36,8 @@ func TestRulesCommands(t *testing.T) {
 		{"check bad reports every problem", []string{"check", "rules", td + "/real/shop.good.yml", td + "/many.bad.yml"}, 1,
 			[]string{"SUCCESS: 5 rules found", "FAILED", `many.bad.yml:21:9: group "g", rule 1 "A": unknown key "fro" in rule`,
 				`many.bad.yml:51:5: group "g": duplicate group name "g" in file`}, nil},
+		{"check warns of a raw counter", []string{"check", "rules", td + "/counter.warn.yml"}, 0,
+			[]string{"SUCCESS: 1 rules found", `WARNING: ` + td + `/counter.warn.yml:5:15: group "shop", rule 1 "Requests": expr: http_requests_total is a counter`}, nil},
 		{"check missing file", []string{"check", "rules", td + "/nope.yml"}, 1, []string{"no such file"}, nil},
 		{"test rules passes", []string{"test", "rules", td + "/unit/real.test.yml"}, 0, []string{"SUCCESS"}, nil},
 		{"test rules fails", []string{"test", "rules", td + "/unit/real.test.yml", td + "/unit/plain_fail.test.yml"}, 1,

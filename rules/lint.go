@@ -1,0 +1,81 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// Lint returns what is legal in the groups but most likely a mistake, as
+// warnings with the position of the rule's expr: a rule is loaded and
+// evaluated whatever they say. `seismo check rules` prints them, and the
+// agent logs them when it loads the rules.
+//
+// The one check: an alerting or univariate anomaly rule that judges a
+// counter's value rather than its rate. A counter only grows, and falls to
+// 0 at each restart of the process that counts: `auto` on
+// http_requests_total learns a rise, stays quiet through an outage that
+// stops the requests (a total that stops growing is still the highest it
+// has been), and pages at each restart, as a drop to 0. What the rule
+// meant is rate(http_requests_total[1m]). A counter is known by its name,
+// as Prometheus' naming conventions give it: a name ending in _total (for
+// counters only) or _bucket (a histogram's buckets, which
+// histogram_quantile reads as counts since the process started unless
+// they are given as rates). _count and _sum are left alone: gauges are
+// named so too (pg_stat_activity_count).
+func Lint(groups []*Group) Errors {
+	var out Errors
+	for _, g := range groups {
+		for _, r := range g.Rules {
+			if r.expr == nil || r.Type == TypeRecording || (r.Type == TypeAnomaly && (r.Detector == nil || r.Detector.Composite())) {
+				continue
+			}
+			if name := rawCounter(r.expr); name != "" {
+				out = append(out, &Error{
+					File: g.File, Line: r.exprLine, Col: r.exprCol, Group: g.Name, Rule: r.Index, Name: r.Name,
+					Msg: fmt.Sprintf("expr: %s is a counter, judged without rate(), irate() or increase(): "+
+						"its value only grows and falls to 0 at a restart; rate(%s[1m]) is what moves with the service", name, name),
+				})
+			}
+		}
+	}
+	return out
+}
+
+// countsCounter lists the functions and aggregations under which a counter
+// is used as one: its rate or increase, its resets, whether or how many of
+// its series there are, or when it was last written.
+var countsCounter = map[string]bool{
+	"rate": true, "irate": true, "increase": true, "resets": true, "changes": true,
+	"absent": true, "absent_over_time": true, "present_over_time": true, "count_over_time": true,
+	"timestamp": true, "count": true, "group": true, "count_values": true,
+}
+
+// rawCounter returns the name of the first counter (see Lint) that expr
+// selects outside every function or aggregation of countsCounter, or "".
+func rawCounter(expr parser.Expr) string {
+	found := ""
+	var walk func(n parser.Node, covered bool)
+	walk = func(n parser.Node, covered bool) {
+		if n == nil || found != "" {
+			return
+		}
+		switch e := n.(type) {
+		case *parser.Call:
+			covered = covered || countsCounter[e.Func.Name]
+		case *parser.AggregateExpr:
+			covered = covered || countsCounter[e.Op.String()]
+		case *parser.VectorSelector:
+			if !covered && (strings.HasSuffix(e.Name, "_total") || strings.HasSuffix(e.Name, "_bucket")) {
+				found = e.Name
+			}
+			return
+		}
+		for _, c := range parser.Children(n) {
+			walk(c, covered)
+		}
+	}
+	walk(expr, false)
+	return found
+}

@@ -1,0 +1,95 @@
+package rules
+
+import (
+	"bytes"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/seismo-agent/seismo/detect"
+)
+
+// TestRawCounter: a counter's value judged as it is is found; the same
+// counter under rate(), increase() and the other functions that use it as
+// one is not, nor a gauge.
+func TestRawCounter(t *testing.T) {
+	for expr, want := range map[string]string{
+		`http_requests_total`:                                              "http_requests_total",
+		`sum by (code) (http_requests_total{job="shop"})`:                  "http_requests_total",
+		`http_requests_total > 100`:                                        "http_requests_total",
+		`sum(rate(a_total[1m])) / sum(b_total)`:                            "b_total",
+		`histogram_quantile(0.99, sum by (le) (latency_seconds_bucket))`:   "latency_seconds_bucket",
+		`last_over_time(a_total[5m])`:                                      "a_total",
+		`rate(http_requests_total[1m])`:                                    "",
+		`histogram_quantile(0.99, sum by (le) (rate(latency_bucket[5m])))`: "",
+		`increase(a_total[1h]) > 0`:                                        "",
+		`max_over_time(rate(a_total[1m])[1h:1m])`:                          "",
+		`absent(a_total)`:                                                  "",
+		`count by (job) (a_total)`:                                         "",
+		`time() - timestamp(a_total) > 300`:                                "",
+		`queue_length`:                                                     "",
+		`pg_stat_activity_count`:                                           "",
+		`rate(a_sum[5m]) / rate(a_count[5m])`:                              "",
+	} {
+		e, err := promqlParser.ParseExpr(expr)
+		require.NoError(t, err, expr)
+		require.Equal(t, want, rawCounter(e), expr)
+	}
+}
+
+// TestLint: an alerting and an anomaly rule on a raw counter are named
+// with the position of their expr; a recording rule, a composite anomaly
+// rule and a rule on the counter's rate are not, and the built-in pack
+// has nothing to warn of.
+func TestLint(t *testing.T) {
+	groups, err := Parse(ParseOptions{Lookup: detect.Lookup, Kinds: detect.Kinds}, "r.yml", []byte(`groups:
+  - name: g
+    rules:
+      - record: job:requests:sum
+        expr: sum(http_requests_total)
+      - anomaly: Requests
+        expr: sum(http_requests_total)
+        detector: {type: auto}
+      - anomaly: RequestRate
+        expr: sum(rate(http_requests_total[1m]))
+        detector: {type: auto}
+      - alert: TooMany
+        expr: http_requests_total > 1e6
+`))
+	require.NoError(t, err)
+	var got []string
+	for _, w := range Lint(groups) {
+		got = append(got, w.Error())
+	}
+	const tail = ` is a counter, judged without rate(), irate() or increase(): its value only grows and falls to 0 at a restart; rate(http_requests_total[1m]) is what moves with the service`
+	require.Equal(t, []string{
+		`r.yml:7:15: group "g", rule 2 "Requests": expr: http_requests_total` + tail,
+		`r.yml:13:15: group "g", rule 4 "TooMany": expr: http_requests_total` + tail,
+	}, got)
+
+	cfg := DefaultBuiltinConfig()
+	builtin, err := cfg.Groups(ParseOptions{Lookup: detect.Lookup, Kinds: detect.Kinds})
+	require.NoError(t, err)
+	require.NotEmpty(t, builtin)
+	require.Empty(t, Lint(builtin))
+}
+
+// TestLintLoggedOnLoad: the agent logs each warning when it loads the
+// rules, and runs them all the same.
+func TestLintLoggedOnLoad(t *testing.T) {
+	var log bytes.Buffer
+	m, err := NewManager(Options{Source: &fakeSource{}, Lookup: detect.Lookup, Kinds: detect.Kinds, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	require.NoError(t, m.ApplyConfig(testConfig(writeRules(t, t.TempDir(), "r.yml", `groups:
+  - name: g
+    rules:
+      - anomaly: Requests
+        expr: http_requests_total
+        detector: {type: auto}
+`))))
+	require.Contains(t, log.String(), `level=WARN msg="rule most likely wrong"`)
+	require.Contains(t, log.String(), `rule 1 \"Requests\": expr: http_requests_total is a counter`)
+	require.Len(t, m.Groups(), 1)
+}
