@@ -12,8 +12,8 @@ import (
 // evaluated whatever they say. `seismo check rules` prints them, and the
 // agent logs them when it loads the rules.
 //
-// The one check: an alerting or univariate anomaly rule that judges a
-// counter's value rather than its rate. A counter only grows, and falls to
+// Two checks. First, an alerting or univariate anomaly rule that judges
+// a counter's value rather than its rate. A counter only grows, and falls to
 // 0 at each restart of the process that counts: `auto` on
 // http_requests_total learns a rise, stays quiet through an outage that
 // stops the requests (a total that stops growing is still the highest it
@@ -23,13 +23,24 @@ import (
 // counters only) or _bucket (a histogram's buckets, which
 // histogram_quantile reads as counts since the process started unless
 // they are given as rates). _count and _sum are left alone: gauges are
-// named so too (pg_stat_activity_count).
+// named so too (pg_stat_activity_count). Second, a univariate anomaly
+// rule whose expr is a comparison with a number (see thresholdOp).
 func Lint(groups []*Group) Errors {
 	var out Errors
 	for _, g := range groups {
 		for _, r := range g.Rules {
 			if r.expr == nil || r.Type == TypeRecording || (r.Type == TypeAnomaly && (r.Detector == nil || r.Detector.Composite())) {
 				continue
+			}
+			if r.Type == TypeAnomaly {
+				if op := thresholdOp(r.expr); op != "" {
+					out = append(out, &Error{
+						File: g.File, Line: r.exprLine, Col: r.exprCol, Group: g.Name, Rule: r.Index, Name: r.Name,
+						Msg: fmt.Sprintf("expr: a comparison (%s) with a number: an anomaly rule judges the values themselves, "+
+							"and the comparison hides those on its other side, which the detector then takes for missing samples; "+
+							"leave the threshold out, or make it an alert rule", op),
+					})
+				}
 			}
 			if name := rawCounter(r.expr); name != "" {
 				out = append(out, &Error{
@@ -41,6 +52,44 @@ func Lint(groups []*Group) Errors {
 		}
 	}
 	return out
+}
+
+// thresholdOp returns the operator of expr when expr is a comparison
+// with a number (`rate(x[1m]) > 5`, with or without bool), else "". On an
+// anomaly rule it is a threshold written where the detector is meant to
+// find one: without bool, the series leaves the result on the comparison's
+// other side and the detector sees a gap, not the normal values it should
+// learn; with bool, it judges 0s and 1s.
+func thresholdOp(expr parser.Expr) string {
+	for {
+		p, ok := expr.(*parser.ParenExpr)
+		if !ok {
+			break
+		}
+		expr = p.Expr
+	}
+	b, ok := expr.(*parser.BinaryExpr)
+	if !ok || !b.Op.IsComparisonOperator() {
+		return ""
+	}
+	if isNumber(b.LHS) || isNumber(b.RHS) {
+		return b.Op.String()
+	}
+	return ""
+}
+
+// isNumber reports whether e is a number literal, perhaps in parentheses
+// or negated.
+func isNumber(e parser.Expr) bool {
+	switch e := e.(type) {
+	case *parser.NumberLiteral:
+		return true
+	case *parser.ParenExpr:
+		return isNumber(e.Expr)
+	case *parser.UnaryExpr:
+		return isNumber(e.Expr)
+	}
+	return false
 }
 
 // countsCounter lists the functions and aggregations under which a counter

@@ -38,6 +38,25 @@ func TestRawCounter(t *testing.T) {
 	}
 }
 
+// TestThresholdOp: a comparison with a number at the top of an expr is
+// a threshold; one between two series, or inside, is not.
+func TestThresholdOp(t *testing.T) {
+	for expr, want := range map[string]string{
+		`rate(x[1m]) > 5`:          ">",
+		`(rate(x[1m]) < bool 0.5)`: "<",
+		`-1 >= queue_length`:       ">=",
+		`rate(x[1m])`:              "",
+		`a > b`:                    "",
+		`sum(rate(x[1m]) > 5)`:     "",
+		`rate(x[1m]) * 5`:          "",
+		`queue_length != (-(1))`:   "!=",
+	} {
+		e, err := promqlParser.ParseExpr(expr)
+		require.NoError(t, err, expr)
+		require.Equal(t, want, thresholdOp(e), expr)
+	}
+}
+
 // TestLint: an alerting and an anomaly rule on a raw counter are named
 // with the position of their expr; a recording rule, a composite anomaly
 // rule and a rule on the counter's rate are not, and the built-in pack
@@ -56,6 +75,9 @@ func TestLint(t *testing.T) {
         detector: {type: auto}
       - alert: TooMany
         expr: http_requests_total > 1e6
+      - anomaly: Errors
+        expr: sum(rate(http_requests_total{code=~"5.."}[1m])) > 0.5
+        detector: {type: auto}
 `))
 	require.NoError(t, err)
 	var got []string
@@ -66,6 +88,8 @@ func TestLint(t *testing.T) {
 	require.Equal(t, []string{
 		`r.yml:7:15: group "g", rule 2 "Requests": expr: http_requests_total` + tail,
 		`r.yml:13:15: group "g", rule 4 "TooMany": expr: http_requests_total` + tail,
+		`r.yml:15:15: group "g", rule 5 "Errors": expr: a comparison (>) with a number: an anomaly rule judges the values themselves, ` +
+			`and the comparison hides those on its other side, which the detector then takes for missing samples; leave the threshold out, or make it an alert rule`,
 	}, got)
 
 	cfg := DefaultBuiltinConfig()
