@@ -29,7 +29,11 @@ func Lint(groups []*Group) Errors {
 	var out Errors
 	for _, g := range groups {
 		for _, r := range g.Rules {
-			if r.expr == nil || r.Type == TypeRecording || (r.Type == TypeAnomaly && (r.Detector == nil || r.Detector.Composite())) {
+			if r.Type == TypeAnomaly && r.Detector != nil && r.Detector.Composite() {
+				out = append(out, lintSignals(g, r)...)
+				continue
+			}
+			if r.expr == nil || r.Type == TypeRecording || r.Type == TypeAnomaly && r.Detector == nil {
 				continue
 			}
 			if r.Type == TypeAnomaly {
@@ -49,6 +53,28 @@ func Lint(groups []*Group) Errors {
 						"its value only grows and falls to 0 at a restart; rate(%s[1m]) is what moves with the service", name, name),
 				})
 			}
+		}
+	}
+	return out
+}
+
+// lintSignals returns a composite detector's signals that judge a counter's
+// value (see Lint): the surge detector fed sum(http_requests_total) as its
+// traffic sees a total, not a rate.
+func lintSignals(g *Group, r *Rule) Errors {
+	var out Errors
+	for _, s := range r.Detector.Signals {
+		e, err := promqlParser.ParseExpr(s.Expr)
+		if err != nil {
+			continue // reported by the parser
+		}
+		if name := rawCounter(e); name != "" {
+			at := r.Detector.signalAt[s.Name]
+			out = append(out, &Error{
+				File: g.File, Line: at[0], Col: at[1], Group: g.Name, Rule: r.Index, Name: r.Name,
+				Msg: fmt.Sprintf("detector.%s: %s is a counter, judged without rate(), irate() or increase(): "+
+					"its value only grows and falls to 0 at a restart; rate(%s[1m]) is what moves with the service", s.Name, name, name),
+			})
 		}
 	}
 	return out

@@ -58,9 +58,10 @@ func TestThresholdOp(t *testing.T) {
 }
 
 // TestLint: an alerting and an anomaly rule on a raw counter are named
-// with the position of their expr; a recording rule, a composite anomaly
-// rule and a rule on the counter's rate are not, and the built-in pack
-// has nothing to warn of.
+// with the position of their expr, and a composite detector's signal on
+// one with the signal's; a threshold in an anomaly rule is named; a
+// recording rule and a rule on the counter's rate are not, and the
+// built-in pack has nothing to warn of.
 func TestLint(t *testing.T) {
 	groups, err := Parse(ParseOptions{Lookup: detect.Lookup, Kinds: detect.Kinds}, "r.yml", []byte(`groups:
   - name: g
@@ -78,6 +79,11 @@ func TestLint(t *testing.T) {
       - anomaly: Errors
         expr: sum(rate(http_requests_total{code=~"5.."}[1m])) > 0.5
         detector: {type: auto}
+      - anomaly: Surge
+        detector:
+          type: surge
+          requests: sum(http_requests_total)
+          queue: sum(queue_length)
 `))
 	require.NoError(t, err)
 	var got []string
@@ -90,6 +96,7 @@ func TestLint(t *testing.T) {
 		`r.yml:13:15: group "g", rule 4 "TooMany": expr: http_requests_total` + tail,
 		`r.yml:15:15: group "g", rule 5 "Errors": expr: a comparison (>) with a number: an anomaly rule judges the values themselves, ` +
 			`and the comparison hides those on its other side, which the detector then takes for missing samples; leave the threshold out, or make it an alert rule`,
+		`r.yml:20:21: group "g", rule 6 "Surge": detector.requests: http_requests_total` + tail,
 	}, got)
 
 	cfg := DefaultBuiltinConfig()

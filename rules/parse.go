@@ -122,6 +122,9 @@ type DetectorSpec struct {
 	// Hash identifies the type and config; detector state is only carried
 	// over to a rule whose detector has the same hash.
 	Hash uint64
+
+	// signalAt is where each signal's expr is written, for Lint.
+	signalAt map[string][2]int
 }
 
 // Composite reports whether the detector watches named signals.
@@ -742,6 +745,10 @@ func (p *fileParser) detector(n *yaml.Node, gn string, idx int, name string, has
 				p.errAt(v, gn, idx, name, "detector.%s: %v", k.Value, oneLine(err))
 			}
 			got[k.Value] = q
+			if spec.signalAt == nil {
+				spec.signalAt = map[string][2]int{}
+			}
+			spec.signalAt[k.Value] = [2]int{v.Line, v.Column}
 			continue
 		}
 		if !fields[k.Value] {
