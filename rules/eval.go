@@ -340,8 +340,9 @@ func (rs *ruleState) evalSeries(ctx context.Context, ts time.Time) ([]*model.Ale
 	rs.release(ts)
 	rs.still = nil
 	if r.Type == TypeAnomaly && rs.needsStill(obsv) {
-		// gatherStill locks the group's other rules; with this one's
-		// lock held, two groups' rules could each wait on the other's.
+		// gatherStill locks other rules, of this group and others; with
+		// this one's lock held, two groups' rules could each wait on the
+		// other's.
 		rs.mu.Unlock()
 		still := rs.gatherStill()
 		rs.mu.Lock()
