@@ -32,7 +32,8 @@ func fuzzSeedFiles(f *testing.F, globs ...string) {
 // detector registry. Properties: no panic; the result is deterministic;
 // errors are an Errors list in which every problem names the file and a
 // line:col, in file order; accepted groups are complete (named, with a
-// positive interval, rules that know their line and hash).
+// positive interval, rules that know their line and hash), and Lint's
+// warnings on them name the file and a line.
 func FuzzParse(f *testing.F) {
 	fuzzSeedFiles(f, "testdata/*.yml", "testdata/real/*.yml", "testdata/unit/*.yml", "testdata/replay/*.yml", "../configs/rules/*.yml", "builtin/*.yml")
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -59,6 +60,10 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		require.Len(t, groups2, len(groups))
+		for _, w := range Lint(groups) {
+			require.Equal(t, name, w.File, "warning %q", w)
+			require.Positive(t, w.Line, "warning without a position: %q", w)
+		}
 		for i, g := range groups {
 			require.NotEmpty(t, g.Name)
 			require.Equal(t, name, g.File)
