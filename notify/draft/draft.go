@@ -126,6 +126,15 @@ type Incident struct {
 	Alerts []AlertSummary  `json:"alerts,omitempty"`
 	Events []Event         `json:"events,omitempty"`
 	Drafts []*Draft        `json:"drafts,omitempty"`
+
+	// Affected holds the label sets of the incident's alerts that say
+	// users are affected (not monitoring gaps): an alert that later turns
+	// out to be a metric that stopped updating leaves it, and an incident
+	// left with none is withdrawn (see Observe).
+	Affected map[string]bool `json:"affected,omitempty"`
+	// Withdrawn is set when the incident was resolved as a monitoring gap
+	// rather than recovered.
+	Withdrawn bool `json:"withdrawn,omitempty"`
 }
 
 // NewIncident starts tracking a group.
@@ -147,8 +156,19 @@ func (inc *Incident) Active() bool {
 // joins, words or keeps open one (its cause would read "the metric has
 // stopped updating" on a real outage's page); Slack, webhooks and
 // Alertmanager still carry it.
-func (inc *Incident) Observe(alerts []*model.Alert, now time.Time) []Phase {
-	alerts = slices.DeleteFunc(slices.Clone(alerts), monitoringGap)
+//
+// A hang on a metric with a daily cycle may first page as unusual for the
+// time of day, minutes before the detector calls it frozen: the incident
+// opened then. When every alert that opened or joined it has turned out
+// to be a monitoring gap, it is withdrawn: resolved at once, with a
+// draft that says so, rather than "recovered" and "resolved" as if users
+// had been affected and were no longer.
+func (inc *Incident) Observe(all []*model.Alert, now time.Time) []Phase {
+	if inc.Active() && inc.turnedGaps(all) {
+		return inc.withdraw(all, now)
+	}
+	alerts := slices.DeleteFunc(slices.Clone(all), monitoringGap)
+	defer inc.noteAffected(alerts)
 	var firing []*model.Alert
 	for _, a := range alerts {
 		if !a.Resolved() {
@@ -261,6 +281,47 @@ func (inc *Incident) summarise(alerts []*model.Alert, now time.Time) {
 			inc.Impact = im
 		}
 	}
+}
+
+// noteAffected adds the label sets of alerts (none of them a monitoring
+// gap) to Affected while the incident is active.
+func (inc *Incident) noteAffected(alerts []*model.Alert) {
+	if !inc.Active() {
+		return
+	}
+	for _, a := range alerts {
+		if inc.Affected == nil {
+			inc.Affected = map[string]bool{}
+		}
+		inc.Affected[a.Labels.String()] = true
+	}
+}
+
+// turnedGaps removes from Affected the alerts of all that are monitoring
+// gaps now, and reports whether that left it empty: every alert of the
+// incident turned out to be one. An incident that had none recorded (one
+// saved before they were) is never withdrawn.
+func (inc *Incident) turnedGaps(all []*model.Alert) bool {
+	had := len(inc.Affected) > 0
+	for _, a := range all {
+		if monitoringGap(a) {
+			delete(inc.Affected, a.Labels.String())
+		}
+	}
+	return had && len(inc.Affected) == 0
+}
+
+// withdraw resolves the incident as a monitoring gap (see Observe).
+func (inc *Incident) withdraw(all []*model.Alert, now time.Time) []Phase {
+	gaps := slices.DeleteFunc(slices.Clone(all), func(a *model.Alert) bool { return !monitoringGap(a) })
+	inc.summarise(gaps, now)
+	inc.Phase, inc.Withdrawn, inc.ResolvedAt = PhaseResolved, true, now
+	if inc.RecoveredAt.IsZero() {
+		inc.RecoveredAt = now
+	}
+	inc.Events = append(inc.Events, Event{At: now, Kind: "withdrawn",
+		Text: "withdrawn: " + names(gaps) + " stopped updating, a gap in the monitoring, not a problem users see"})
+	return []Phase{PhaseResolved}
 }
 
 // monitoringGap reports whether a is about the monitoring rather than the

@@ -258,3 +258,61 @@ func TestDraftLeavesFrozenOut(t *testing.T) {
 	require.Equal(t, []draft.Phase{draft.PhaseMonitoring}, inc.Observe([]*model.Alert{frozen, resolvedAt(latency, t0.Add(5*time.Minute), 0.2)}, t0.Add(6*time.Minute)),
 		"the frozen metric kept the incident open")
 }
+
+// TestDraftWithdrawsAHang: a hang on a metric with a daily cycle pages
+// first as unusual for the time of day, and the incident opens; when the
+// same alert is explained as frozen, the incident is withdrawn, with a
+// draft that says users were not affected, not "recovered" and
+// "resolved". An incident whose real alert resolved is not withdrawn by
+// a frozen alert left in its group, nor one that has a real alert firing.
+func TestDraftWithdrawsAHang(t *testing.T) {
+	tmpl, err := templates.Load(nil)
+	require.NoError(t, err)
+	r := draft.NewRenderer(tmpl, time.UTC)
+	t0 := time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)
+	lset := labels.FromStrings("alertname", "QueueAnomaly", "service", "checkout")
+	hourly := &model.Alert{Labels: lset, State: model.StateFiring, StartsAt: t0, Value: 120.6,
+		Explanation: &model.Explanation{Detector: "auto", Kind: "spike", Evidence: "time_of_day",
+			Summary: "QueueAnomaly: value 120.6, expected 118; unusual for this time of day; unchanged at 120.6 for the last 24 evaluations"}}
+	frozen := &model.Alert{Labels: lset, State: model.StateFiring, StartsAt: t0, Value: 120.6,
+		Explanation: &model.Explanation{Detector: "auto", Kind: "frozen", Evidence: "frozen",
+			Cause:   "the metric has stopped updating (an exporter or source that hangs), so its value no longer says how the service is",
+			Summary: "QueueAnomaly: value 120.6, expected 116; it has stopped moving"}}
+
+	inc := draft.NewIncident("k", nil)
+	require.Equal(t, []draft.Phase{draft.PhaseInvestigating}, inc.Observe([]*model.Alert{hourly}, t0))
+	first, err := r.Render(inc, t0)
+	require.NoError(t, err)
+	require.Contains(t, first.Text, "We are investigating")
+	require.Equal(t, []draft.Phase{draft.PhaseResolved}, inc.Observe([]*model.Alert{frozen}, t0.Add(5*time.Minute)))
+	require.True(t, inc.Withdrawn)
+	require.False(t, inc.Active())
+	d, err := r.Render(inc, t0.Add(5*time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, draft.PhaseResolved, d.Phase)
+	require.Equal(t, "checkout: no incident (Withdrawn)", d.Title)
+	require.Equal(t, "Update: the alert on checkout at 15:00 UTC was not a problem users see. A metric we watch stopped updating, "+
+		"a gap in our monitoring, and checkout was not affected on its account. No action is needed.", d.Text)
+	require.Empty(t, d.Timeline, "a post-mortem for a gap in the monitoring")
+	require.Contains(t, inc.Events[len(inc.Events)-1].Text, "withdrawn: QueueAnomaly stopped updating")
+	require.Empty(t, inc.Observe([]*model.Alert{frozen}, t0.Add(10*time.Minute)), "the hang goes on: nothing new")
+	require.False(t, inc.Active())
+
+	// A real alert recovered; the frozen one left in the group does not
+	// turn the incident into a gap.
+	latency := &model.Alert{Labels: labels.FromStrings("alertname", "CheckoutLatency", "service", "checkout"), State: model.StateFiring, StartsAt: t0,
+		Explanation: &model.Explanation{Detector: "auto", Kind: "level_shift", Summary: "CheckoutLatency: level shift up to 0.41"}}
+	inc = draft.NewIncident("k", nil)
+	require.Equal(t, []draft.Phase{draft.PhaseInvestigating}, inc.Observe([]*model.Alert{latency, hourly}, t0))
+	require.Equal(t, []draft.Phase{draft.PhaseMonitoring}, inc.Observe([]*model.Alert{resolvedAt(latency, t0.Add(5*time.Minute), 0.2), frozen}, t0.Add(6*time.Minute)))
+	require.Empty(t, inc.Observe([]*model.Alert{frozen}, t0.Add(12*time.Minute)), "the resolved alert left the group")
+	require.False(t, inc.Withdrawn)
+	require.Equal(t, draft.PhaseMonitoring, inc.Phase)
+
+	// Both firing, one turns frozen: the incident goes on.
+	inc = draft.NewIncident("k", nil)
+	inc.Observe([]*model.Alert{latency, hourly}, t0)
+	require.Empty(t, inc.Observe([]*model.Alert{latency, frozen}, t0.Add(5*time.Minute)))
+	require.False(t, inc.Withdrawn)
+	require.True(t, inc.Active())
+}

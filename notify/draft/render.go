@@ -48,8 +48,12 @@ type Data struct {
 	// value still beyond the band it fired against: the alert ended, the
 	// component did not come back.
 	Unrecovered bool
-	Events      []EventView
-	Incident    *Incident
+	// Withdrawn is set when the incident's alerts turned out to be a
+	// monitoring gap (a metric that stopped updating): Phase is
+	// "resolved", PhaseTitle "Withdrawn".
+	Withdrawn bool
+	Events    []EventView
+	Incident  *Incident
 }
 
 // EventView is a timeline event with its time formatted.
@@ -80,7 +84,7 @@ func (r *Renderer) Render(inc *Incident, now time.Time) (*Draft, error) {
 	out.Title = exec("draft.title")
 	out.Text = exec("draft.text")
 	out.Markdown = exec("draft.markdown") + "\n"
-	if inc.Phase == PhaseResolved {
+	if inc.Phase == PhaseResolved && !inc.Withdrawn {
 		out.Timeline = exec("draft.timeline") + "\n"
 	}
 	if err != nil {
@@ -103,8 +107,11 @@ func (r *Renderer) data(inc *Incident, now time.Time) *Data {
 		Kind: inc.Kind, Cause: inc.Cause, Summary: inc.Summary,
 		Start: start.Format("15:04"), End: end.Format("15:04"), Date: start.Format("2006-01-02"),
 		Zone: ZoneName(start), Duration: humanDuration(end.Sub(start)),
-		Alerts: inc.Alerts, Incident: inc,
+		Alerts: inc.Alerts, Incident: inc, Withdrawn: inc.Withdrawn,
 		Unrecovered: slices.ContainsFunc(inc.Alerts, func(a AlertSummary) bool { return a.Unrecovered }),
+	}
+	if inc.Withdrawn {
+		d.PhaseTitle = "Withdrawn"
 	}
 	if e := end.Format("2006-01-02"); e != d.Date {
 		d.EndDate = e
