@@ -45,6 +45,11 @@ func (d *Dispatcher) observeIncident(cfg *Config, ag *aggrGroup, g Group, alerts
 	if inc.Phase == draft.PhaseMonitoring {
 		d.wakeIncidents()
 	}
+	if inc.Phase == draft.PhaseResolved {
+		// Withdrawn (a monitoring gap): done, as tickIncidents is with a
+		// resolved one, so that the group's next incident is a new one.
+		delete(d.incidents, ag.key)
+	}
 	return d.renderDraft(cfg, inc, g, now)
 }
 

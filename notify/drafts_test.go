@@ -74,6 +74,59 @@ func TestDraftLifecycle(t *testing.T) {
 	})
 }
 
+// TestDraftWithdrawnHang: through the dispatcher, an alert first
+// explained as unusual for the time of day and then as frozen opens an
+// incident and withdraws it; the group's next incident is a new one,
+// and both are kept.
+func TestDraftWithdrawnHang(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fake{}
+		d := newDispatcher(t, dispatcherOpts{dir: t.TempDir(), drafts: true}, f)
+		defer d.Close()
+		stop := run(t, d)
+		t0 := time.Now()
+		a := firing("QueueAnomaly", "a", t0)
+		a.Explanation = &model.Explanation{Detector: "auto", Kind: "spike", Evidence: "time_of_day", Summary: "unusual for this time of day"}
+		d.Notify(t.Context(), a)
+		time.Sleep(6 * time.Minute)
+		hang := *a
+		hang.Explanation = &model.Explanation{Detector: "auto", Kind: "frozen", Evidence: "frozen", Summary: "it has stopped moving"}
+		d.Notify(t.Context(), &hang)
+		time.Sleep(6 * time.Minute)
+		d.Notify(t.Context(), resolved(&hang, time.Now()))
+		time.Sleep(time.Hour)
+		b := firing("QueueAnomaly", "a", time.Now())
+		b.Explanation = &model.Explanation{Detector: "auto", Kind: "level_shift", Summary: "level shift up"}
+		d.Notify(t.Context(), b)
+		time.Sleep(6 * time.Minute)
+		synctest.Wait()
+		stop()
+
+		var phases []draft.Phase
+		for _, dr := range f.drafts {
+			phases = append(phases, dr.Phase)
+		}
+		require.Equal(t, []draft.Phase{draft.PhaseInvestigating, draft.PhaseResolved, draft.PhaseInvestigating}, phases)
+		require.Contains(t, f.drafts[1].Text, "was not a problem users see")
+
+		rec := httptest.NewRecorder()
+		d.DraftsHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/drafts", nil))
+		var body struct {
+			Data []draft.Incident `json:"data"`
+		}
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+		require.Len(t, body.Data, 2)
+		withdrawn := 0
+		for _, inc := range body.Data {
+			if inc.Withdrawn {
+				withdrawn++
+				require.Len(t, inc.Drafts, 2)
+			}
+		}
+		require.Equal(t, 1, withdrawn)
+	})
+}
+
 // TestDraftResolvesAfterRestart: an incident that recovered before a restart
 // still gets its Resolved draft afterwards, without any new alert.
 func TestDraftResolvesAfterRestart(t *testing.T) {
