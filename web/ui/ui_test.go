@@ -261,3 +261,19 @@ func TestPageCache(t *testing.T) {
 	get(t, base+"/rules")
 	require.Equal(t, 5, count(), "no cache")
 }
+
+// TestDraftsPageMarksWithdrawn: an incident withdrawn as a monitoring gap
+// says so beside its phase; one that resolved does not.
+func TestDraftsPageMarksWithdrawn(t *testing.T) {
+	opts := testOptions()
+	opts.Drafts = jsonHandler([]map[string]any{
+		{"id": "a1", "component": "checkout", "phase": "resolved", "withdrawn": true},
+		{"id": "b2", "component": "search", "phase": "resolved"},
+	})
+	_, base := serve(t, opts, "", 0)
+	code, body := get(t, base+"/drafts")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, 1, strings.Count(body, `>withdrawn</span>`), body)
+	require.Less(t, strings.Index(body, "checkout"), strings.Index(body, `>withdrawn</span>`))
+	require.Less(t, strings.Index(body, `>withdrawn</span>`), strings.Index(body, "search"))
+}
