@@ -49,13 +49,19 @@ func Lint(groups []*Group) Errors {
 			if name := rawCounter(r.expr); name != "" {
 				out = append(out, &Error{
 					File: g.File, Line: r.exprLine, Col: r.exprCol, Group: g.Name, Rule: r.Index, Name: r.Name,
-					Msg: fmt.Sprintf("expr: %s is a counter, judged without rate(), irate() or increase(): "+
-						"its value only grows and falls to 0 at a restart; rate(%s[1m]) is what moves with the service", name, name),
+					Msg: counterMsg("expr", name),
 				})
 			}
 		}
 	}
 	return out
+}
+
+// counterMsg words the warning for the counter name judged raw in what
+// ("expr", "detector.requests").
+func counterMsg(what, name string) string {
+	return fmt.Sprintf("%s: %s is a counter, judged without rate(), irate() or increase(): "+
+		"its value only grows and falls to 0 at a restart; rate(%s[1m]) is what moves with the service", what, name, name)
 }
 
 // lintSignals returns a composite detector's signals that judge a counter's
@@ -72,8 +78,7 @@ func lintSignals(g *Group, r *Rule) Errors {
 			at := r.Detector.signalAt[s.Name]
 			out = append(out, &Error{
 				File: g.File, Line: at[0], Col: at[1], Group: g.Name, Rule: r.Index, Name: r.Name,
-				Msg: fmt.Sprintf("detector.%s: %s is a counter, judged without rate(), irate() or increase(): "+
-					"its value only grows and falls to 0 at a restart; rate(%s[1m]) is what moves with the service", s.Name, name, name),
+				Msg: counterMsg("detector."+s.Name, name),
 			})
 		}
 	}
