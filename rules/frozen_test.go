@@ -16,15 +16,15 @@ import (
 )
 
 // frozenSeries is one series of TestFrozenTogetherIsOnePage: a daily
-// cycle every 15 s whose value is held from row from for rows rows.
+// cycle whose value is held from row from for rows rows.
 type frozenSeries struct {
 	metric, instance string
 	from, rows       int
 	vals             []float64
 }
 
-// TestFrozenTogetherIsOnePage: an exporter on instance a hangs at 10:00
-// on the fourth day, and two rules, Queue and Inflight, watch its
+// TestFrozenTogetherIsOnePage: evaluated every 15 s and every minute, an
+// exporter on instance a hangs at 10:00 on the fourth day, and two rules, Queue and Inflight, watch its
 // metrics. They page once between them: the rule that sees the freeze
 // first pages, the other's alert fires suppressed by it. A freeze at the
 // same time on instance b (another target) pages on its own, and so
@@ -36,15 +36,17 @@ type frozenSeries struct {
 // that never fires must not have held back the one page. And with Queue
 // in one group and the others in another, on the same datasource.
 func TestFrozenTogetherIsOnePage(t *testing.T) {
-	for _, variant := range []string{"running", "restarted", "for", "groups"} {
-		t.Run(variant, func(t *testing.T) {
-			hangPages(t, variant)
-		})
+	for _, step := range []time.Duration{15 * time.Second, time.Minute} {
+		for _, variant := range []string{"running", "restarted", "for", "groups"} {
+			t.Run(step.String()+"/"+variant, func(t *testing.T) {
+				hangPages(t, step, variant)
+			})
+		}
 	}
 }
 
-func hangPages(t *testing.T, variant string) {
-	const perDay = 5760
+func hangPages(t *testing.T, step time.Duration, variant string) {
+	perDay := int(24 * time.Hour / step)
 	day3 := 3 * perDay
 	ten, noon := day3+perDay*10/24, day3+perDay*12/24
 	hang, forInflight, secondGroup := perDay*3/24, "", ""
@@ -65,7 +67,7 @@ func hangPages(t *testing.T, variant string) {
 		rng := rand.New(rand.NewPCG(uint64(k+1), 6))
 		s.vals = make([]float64, rows)
 		for i := range s.vals {
-			s.vals[i] = 100 * (1 + 0.3*math.Sin(2*math.Pi*float64(i)/perDay)) * (1 + 0.03*rng.NormFloat64())
+			s.vals[i] = 100 * (1 + 0.3*math.Sin(2*math.Pi*float64(i)/float64(perDay))) * (1 + 0.03*rng.NormFloat64())
 			if i >= s.from && i < s.from+s.rows {
 				s.vals[i] = s.vals[s.from-1]
 			}
@@ -108,13 +110,13 @@ func hangPages(t *testing.T, variant string) {
 	started := map[string]time.Time{}
 	var suppressed []apiAlert
 	for ; i < rows; i++ {
-		if variant == "restarted" && i == ten+28 {
+		if variant == "restarted" && i == ten+int(7*time.Minute/step) {
 			require.NoError(t, m.Save())
 			require.NoError(t, m.Close())
 			m = open()
 			require.NoError(t, m.ApplyConfig(cfg))
 		}
-		require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*15*time.Second)))
+		require.NoError(t, m.EvalGroups(context.Background(), t0.Add(time.Duration(i)*step)))
 		for _, a := range rec.take() {
 			k := a.Labels.Get(labels.AlertName) + "/" + a.Labels.Get("instance")
 			if a.State == model.StateFiring && i >= ten && !a.StartsAt.Equal(started[k]) {
