@@ -76,6 +76,55 @@ type alertView struct {
 	Chart      template.HTML `json:"-"`
 	Matchers   string        `json:"-"`
 	SilencedBy []string      `json:"-"`
+	// HoldsBack names the alerts suppressed by this one (their
+	// suppressedBy is its rule, and their labels agree with its own):
+	// what this page stands for.
+	HoldsBack []string `json:"-"`
+}
+
+// holdsBack fills each alert's HoldsBack from the others' suppressedBy:
+// a suppressed alert names its cause's rule, and the cause is the alert
+// of that rule whose labels agree with its own on every label both carry
+// (alertname and severity aside), as the rules engine matches them.
+func holdsBack(alerts []*alertView) {
+	for _, x := range alerts {
+		if x.SuppressedBy == "" {
+			continue
+		}
+		for _, a := range alerts {
+			if a != x && a.Name() == x.SuppressedBy && agree(a.Labels, x.Labels) {
+				a.HoldsBack = append(a.HoldsBack, x.Name()+labelSuffix(x.Labels))
+			}
+		}
+	}
+	for _, a := range alerts {
+		slices.Sort(a.HoldsBack)
+	}
+}
+
+// agree reports whether a and b have the same value for every label both
+// carry, alertname and severity aside.
+func agree(a, b map[string]string) bool {
+	for k, v := range a {
+		if k == labels.AlertName || k == "severity" {
+			continue
+		}
+		if w, ok := b[k]; ok && w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// labelSuffix is ls without alertname, as {k="v", ...}, or "" when that
+// leaves none.
+func labelSuffix(ls map[string]string) string {
+	l := labels.FromMap(ls)
+	l = labels.NewBuilder(l).Del(labels.AlertName).Labels()
+	if l.IsEmpty() {
+		return ""
+	}
+	return l.String()
 }
 
 // Name is the alert's alertname.
@@ -138,6 +187,7 @@ func (c *Console) alertsData(r *http.Request) (any, error) {
 		}
 		p.Alerts = append(p.Alerts, a)
 	}
+	holdsBack(p.Alerts)
 	// Firing first, then pending; within each, alerts a detector explained
 	// (they say what is wrong) before plain ones, then the oldest first.
 	slices.SortStableFunc(p.Alerts, func(a, b *alertView) int {

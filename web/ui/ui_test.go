@@ -122,6 +122,7 @@ func TestPages(t *testing.T) {
 			`href="/ops/seismo/silences?matchers=alertname%3d%22Slow%22%2c%20severity%3d%22page%22"`,
 			`title="Not sent: its series stopped moving with that of Queue's alert on the same target, one hang, and that alert is the page">suppressed by Queue</span>`,
 			`title="Not sent while Surge fires for the same target: the rule's suppressed_by names it as the cause">suppressed by Surge</span>`,
+			`title="Alerts not sent while this one is the page: one cause">Also stands for: Inflight{instance=&#34;a&#34;}</p>`,
 		}, []string{"<script>alert(1)", "Warm"}},
 		{"/?fragment=1", []string{"p99 up, CPU flat"}, []string{"<html", "<nav"}},
 		{"/rules", []string{"No rules are loaded."}, nil},
@@ -146,6 +147,11 @@ func TestPages(t *testing.T) {
 	_, body := get(t, base+"/")
 	require.Less(t, strings.Index(body, `data-alert="Slow"`), strings.Index(body, `data-alert="Plain"`))
 	require.Equal(t, 1, strings.Count(body, `class="badge silenced" href="/ops/seismo/silences" title="silence s1"`), "only the silenced alert says so")
+	// Queue's alert stands for the one it holds back; nothing stands for
+	// Errors, whose cause (Surge) has no alert here.
+	require.Equal(t, 1, strings.Count(body, "Also stands for:"), body)
+	require.Less(t, strings.Index(body, `data-alert="Queue"`), strings.Index(body, "Also stands for:"))
+	require.Less(t, strings.Index(body, "Also stands for:"), strings.Index(body, `data-alert="Plain"`))
 }
 
 // TestAlertsPageAsksForActiveAlerts: the alerts page reads only firing and
@@ -276,4 +282,22 @@ func TestDraftsPageMarksWithdrawn(t *testing.T) {
 	require.Equal(t, 1, strings.Count(body, `>withdrawn</span>`), body)
 	require.Less(t, strings.Index(body, "checkout"), strings.Index(body, `>withdrawn</span>`))
 	require.Less(t, strings.Index(body, `>withdrawn</span>`), strings.Index(body, "search"))
+}
+
+// TestHoldsBack: a suppressed alert is listed under the alert of its
+// cause's rule whose labels agree with its own, not under that rule's
+// alert for another instance.
+func TestHoldsBack(t *testing.T) {
+	mk := func(name, instance, by string) *alertView {
+		a := &alertView{}
+		a.Labels = map[string]string{"alertname": name, "instance": instance, "severity": "page"}
+		a.SuppressedBy = by
+		return a
+	}
+	qa, qb := mk("Queue", "a", ""), mk("Queue", "b", "")
+	ia, ib, wa := mk("Inflight", "a", "Queue"), mk("Inflight", "b", "Queue"), mk("Workers", "a", "Queue")
+	holdsBack([]*alertView{qa, qb, ia, ib, wa})
+	require.Equal(t, []string{`Inflight{instance="a", severity="page"}`, `Workers{instance="a", severity="page"}`}, qa.HoldsBack)
+	require.Equal(t, []string{`Inflight{instance="b", severity="page"}`}, qb.HoldsBack)
+	require.Empty(t, ia.HoldsBack)
 }
