@@ -911,8 +911,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// A run of repeats: how long it is, against how long runs are
 		// on this series (see frozen). A freeze keeps the episode it
 		// opened from ending while it lasts.
-		if a.frz.run == 0 {
-			a.frz.share = float32(a.dep.same)
+		if a.frz.run == 0 { // the share without the change that began the run (see frozen)
+			a.frz.share = float32(min(1, a.dep.same/(1-a.level.alpha)))
 			if a.n <= uint64(c.WarmUp) { // not learnt yet: no freeze
 				a.frz.share = 1
 			}
@@ -922,7 +922,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			if a.noClock || a.synthStep > 0 { // no times to measure the run in
 				step = 0
 			}
-			if fz := a.frz.score(ts, a.first, a.bound(x), a.frzLeast, step, c.FrozenRuns, a.alertP); fz > 0 {
+			if fz := a.frz.score(ts, a.first, a.n, a.bound(x), a.frzLeast, step, c.FrozenRuns, a.alertP); fz > 0 {
 				if fz >= spike {
 					spike, spikeEv = fz, EvidenceFrozen
 				}

@@ -18,8 +18,13 @@ import "math"
 // keeps two measures of how long such runs are on this series:
 //   - share, the share of recent samples that repeat the one before (the
 //     departures' same, over the level's half-life), as it was when the
-//     run began: the chance that a sample repeats the one before. Under
-//     it a run of r repeats has the chance share^r. A series that never
+//     run began, less the change that began it: the chance that a sample
+//     repeats the one before. Under it a run of r repeats has the chance
+//     share^r. Taken right after a change, the share counts that change
+//     at the full weight of the latest sample, which on a value that
+//     changes seldom is most of its rate of change: on a gauge stepping
+//     one minute in 500, the change rate read at a run's start was 0.0066
+//     where it is 0.002, and a run of 1,748 minutes scored as frozen. A series that never
 //     repeats has a share near 0; one that is scraped four times as often
 //     as its source updates, 3/4; counts at a low level, the chance that
 //     two draws agree. A run that began within the warm-up has no share
@@ -40,8 +45,9 @@ import "math"
 // an episode: a freeze must last as long as an incident's end takes to be
 // believed) and at least frozenLeast, spans at least frozenSpan (10
 // minutes, which only samples finer than 30 s need), is at least
-// FrozenRuns (frozenRecs, 4) times the longest run remembered, and has a chance
-// share^r of at most the threshold's tail probability. Its score is
+// FrozenRuns (frozenRecs, 4) times the longest run remembered, follows
+// frozenChanges changes of value or more, and has a chance share^r of at
+// most the threshold's tail probability. Its score is
 // LogTailScore(share^r), and its evidence EvidenceFrozen. It is judged
 // only a day after the first sample (a day's runs are known: a night at
 // one value is no freeze), and never at a bound: 0, the value at which a
@@ -88,6 +94,18 @@ type frozen struct {
 // seeds' weeks at 2, 3 at 3, 1 at 4.
 const frozenRecs = 4
 
+// frozenChanges is how many times the value must have changed, as the
+// share of repeats says (1 − share for each sample before the run), for a
+// run to be judged: the longest of fewer runs says little. Past k times
+// the longest of N runs a run goes by chance about N^(1−k) of the time:
+// with the 2 or 3 runs a day holds on a gauge that steps every few hours,
+// one run in 9 to 27 at k = 4. On such a gauge, stepping by 0.02 every
+// 100 to 2,000 minutes on average (five rates, 100 series of three weeks
+// at a minute each), 4 series of 500 paged as frozen before this and
+// the share without the change that began the run; 1 with either alone;
+// none with both (docs/detectors.md, "A value that stops moving").
+const frozenChanges = 20
+
 // frozenLeast is the least run of repeats that may be a freeze where
 // Calm is set lower: 20 samples, the default Calm.
 const frozenLeast = 20
@@ -129,8 +147,11 @@ func (f *frozen) end(n uint64, zero bool) {
 // score, 0 where it is no freeze.
 //
 //go:noinline
-func (f *frozen) score(ts, first int64, bound bool, least uint32, step int64, recs, tail float64) float64 {
+func (f *frozen) score(ts, first int64, n uint64, bound bool, least uint32, step int64, recs, tail float64) float64 {
 	if bound || ts-max(first, f.since) < dayMs || int64(f.run)*step < frozenSpan {
+		return 0
+	}
+	if (1-float64(f.share))*float64(n-uint64(f.run)) < frozenChanges {
 		return 0
 	}
 	r := float64(f.run)

@@ -218,6 +218,25 @@ func TestAutoFrozenLookAlikes(t *testing.T) {
 			}
 			return xs
 		}, true},
+		{"a gauge that steps every few hours", 60_000, func() []float64 {
+			// A quantised share that steps by 0.02 one minute in 500, on
+			// average: a day holds two or three runs, and the longest of
+			// them says little of how long the next may be.
+			steps := rand.New(rand.NewPCG(3, 3))
+			xs := make([]float64, week*1440)
+			x := 0.3
+			for i := range xs {
+				if steps.Float64() < 0.002 {
+					d := 0.02
+					if steps.Float64() < 0.5 {
+						d = -d
+					}
+					x = math.Round(math.Min(1, math.Max(0, x+d))*100) / 100
+				}
+				xs[i] = x
+			}
+			return xs
+		}, false},
 		{"held each night", 60_000, func() []float64 {
 			xs := cycle(6, 60_000, week)
 			for i := range xs {

@@ -25,14 +25,14 @@ import (
 // them with `go test ./detect -run TestGoldenChecksums -v`).
 var goldenChecksums = map[string]uint64{
 	"auto/no_day":                   0xcc3d2da30f201c87,
-	"auto/no_day/snapshot":          0x5ab0d6d0986f2100,
+	"auto/no_day/snapshot":          0xdcb4351efb691ccc,
 	"auto/odd":                      0x808952b776aa9282,
-	"auto/odd/snapshot":             0xc64455982e20016e,
+	"auto/odd/snapshot":             0xed0f976fef819472,
 	"blocks/ewma_robust_likelihood": 0x7611ffb929651c7a,
 	"blocks/seasonal":               0xc1bb10dddc69ae6f,
 	"blocks/tails":                  0xa5aeaa562c0ab43b,
 	"kind/auto":                     0x149cf0f79e31b350,
-	"kind/auto/snapshot":            0x5ef548faeb12356c,
+	"kind/auto/snapshot":            0x972bb42b825020b4,
 	"kind/cusum":                    0x4881f77effed4c25,
 	"kind/cusum/snapshot":           0xf8c796f96331d197,
 	"kind/ewma":                     0x93e283cef68c5409,
