@@ -51,7 +51,8 @@ type alertState struct {
 	SuppressedBy string `json:"suppressedBy,omitempty"`
 	// SuppressedHang is set when SuppressedBy's alert is on a series that
 	// stopped moving with this one's, one hang (see "One hang, one
-	// page"): a firing alert stays suppressed until it resolves.
+	// page"): a firing alert stays suppressed until it resolves. It is
+	// set and cleared with SuppressedBy.
 	SuppressedHang bool `json:"suppressedHang,omitempty"`
 
 	Verdict     detect.Verdict     `json:"verdict"`

@@ -77,7 +77,7 @@ func (rs *ruleState) apiAlerts(states stringSet) ([]apiAlert, int) {
 			Value:           strconv.FormatFloat(a.Value, 'e', -1, 64),
 			Flapping:        a.Flapping,
 			SuppressedBy:    a.SuppressedBy,
-			SuppressedHang:  a.SuppressedHang && a.SuppressedBy != "",
+			SuppressedHang:  a.SuppressedHang,
 			Unrecovered:     a.Unrecovered && a.State == model.StateResolved,
 			Explanation:     a.Explanation,
 			Draft:           rs.rule.Draft,

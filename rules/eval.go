@@ -126,13 +126,12 @@ type ruleState struct {
 }
 
 // cause is an alert that may suppress others: a pending or firing alert
-// of a rule named in suppressed_by, or (still) an alert on a series that
-// has not moved since since, which may suppress a frozen alert (see
-// "One hang, one page").
+// of a rule named in suppressed_by (ruleState.causes), or an alert on a
+// series that has not moved since since, which may suppress a frozen
+// alert (ruleState.still; see "One hang, one page").
 type cause struct {
 	rule   string
 	labels labels.Labels
-	still  bool
 	since  time.Time
 }
 
@@ -828,7 +827,7 @@ func (rs *ruleState) stepAlert(ctx context.Context, ts time.Time, fp uint64, a *
 			Time: ts, Group: rs.group.spec.Name, Rule: rs.rule.Name, Labels: a.Labels,
 			From: from, To: a.State, Value: a.Value,
 			Score: a.Verdict.Score, Expected: a.Verdict.Expected, Lower: a.Verdict.Lower, Upper: a.Verdict.Upper,
-			Explanation: a.Explanation, SuppressedBy: a.SuppressedBy, SuppressedHang: a.SuppressedHang && a.SuppressedBy != "",
+			Explanation: a.Explanation, SuppressedBy: a.SuppressedBy, SuppressedHang: a.SuppressedHang,
 		})
 	}
 	if drop {
@@ -884,7 +883,7 @@ func (rs *ruleState) gatherStill() []cause {
 					continue
 				}
 				if ss := o.series[a.Series]; ss != nil && ss.unchanged() >= minUnchanged {
-					out = append(out, cause{rule: o.rule.Name, labels: a.Labels, still: true, since: ss.still})
+					out = append(out, cause{rule: o.rule.Name, labels: a.Labels, since: ss.still})
 				}
 			}
 			o.mu.Unlock()
@@ -935,7 +934,7 @@ func isFrozen(a *alertState) bool {
 // five times for one cause. So a frozen alert is suppressed, as by
 // suppressed_by, while an alert of another univariate anomaly rule is
 // firing, unsuppressed, with the same values of the labels both carry
-// (sameCause: the same target), on a series that has not moved for
+// (model.SameCause: the same target), on a series that has not moved for
 // minUnchanged evaluations or more, since within frozenTogether of when
 // this one's stopped. The other rule may be of any group on the same
 // datasource: one exporter's metrics are often watched from several
@@ -987,32 +986,21 @@ func (rs *ruleState) suppress(a *alertState) {
 	if ss := rs.series[a.Series]; isFrozen(a) && ss != nil {
 		since = ss.still
 	}
-	for _, cs := range [2][]cause{rs.causes, rs.still} {
-		for _, c := range cs {
-			if c.still && (since.IsZero() || c.since.Sub(since).Abs() > frozenTogether) {
-				continue
-			}
-			if sameCause(c.labels, a.Labels) {
-				a.SuppressedBy, a.SuppressedHang = c.rule, c.still
-				return
-			}
-		}
-	}
-}
-
-// sameCause reports whether two alerts agree on every label both carry,
-// alertname and severity aside.
-func sameCause(c, a labels.Labels) bool {
-	ok := true
-	c.Range(func(l labels.Label) {
-		if l.Name == labels.AlertName || l.Name == "severity" {
+	for _, c := range rs.causes {
+		if model.SameCause(c.labels, a.Labels) {
+			a.SuppressedBy = c.rule
 			return
 		}
-		if v := a.Get(l.Name); v != "" && v != l.Value {
-			ok = false
+	}
+	if since.IsZero() {
+		return
+	}
+	for _, c := range rs.still {
+		if c.since.Sub(since).Abs() <= frozenTogether && model.SameCause(c.labels, a.Labels) {
+			a.SuppressedBy, a.SuppressedHang = c.rule, true
+			return
 		}
-	})
-	return ok
+	}
 }
 
 // resolveValue evaluates the non-literal side of a comparison such as

@@ -164,3 +164,19 @@ func (a *Alert) Name() string { return a.Labels.Get(labels.AlertName) }
 
 // Resolved reports whether the alert has resolved.
 func (a *Alert) Resolved() bool { return a.State == StateResolved }
+
+// SameCause reports whether two alerts agree on every label both carry,
+// alertname and severity aside: an alert and the alert that suppresses it
+// (a rule's suppressed_by, or one hang) are of one target.
+func SameCause(a, b labels.Labels) bool {
+	ok := true
+	a.Range(func(l labels.Label) {
+		if l.Name == labels.AlertName || l.Name == "severity" {
+			return
+		}
+		if v := b.Get(l.Name); v != "" && v != l.Value {
+			ok = false
+		}
+	})
+	return ok
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/seismo-agent/seismo/internal/apiv1"
+	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/notify"
 	"github.com/seismo-agent/seismo/notify/draft"
 )
@@ -85,14 +86,15 @@ type alertView struct {
 // holdsBack fills each alert's HoldsBack from the others' suppressedBy:
 // a suppressed alert names its cause's rule, and the cause is the alert
 // of that rule whose labels agree with its own on every label both carry
-// (alertname and severity aside), as the rules engine matches them.
+// (alertname and severity aside), as the rules engine matches them
+// (model.SameCause).
 func holdsBack(alerts []*alertView) {
 	for _, x := range alerts {
 		if x.SuppressedBy == "" {
 			continue
 		}
 		for _, a := range alerts {
-			if a != x && a.Name() == x.SuppressedBy && agree(a.Labels, x.Labels) {
+			if a != x && a.Name() == x.SuppressedBy && model.SameCause(labels.FromMap(a.Labels), labels.FromMap(x.Labels)) {
 				a.HoldsBack = append(a.HoldsBack, x.Name()+labelSuffix(x.Labels))
 			}
 		}
@@ -100,20 +102,6 @@ func holdsBack(alerts []*alertView) {
 	for _, a := range alerts {
 		slices.Sort(a.HoldsBack)
 	}
-}
-
-// agree reports whether a and b have the same value for every label both
-// carry, alertname and severity aside.
-func agree(a, b map[string]string) bool {
-	for k, v := range a {
-		if k == labels.AlertName || k == "severity" {
-			continue
-		}
-		if w, ok := b[k]; ok && w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // labelSuffix is ls without alertname, as {k="v", ...}, or "" when that
