@@ -29,28 +29,30 @@ func Lint(groups []*Group) Errors {
 	var out Errors
 	for _, g := range groups {
 		for _, r := range g.Rules {
+			warn := func(line, col int, msg string) {
+				out = append(out, &Error{File: g.File, Line: line, Col: col, Group: g.Name, Rule: r.Index, Name: r.Name, Msg: msg})
+			}
 			if r.Type == TypeAnomaly && r.Detector != nil && r.Detector.Composite() {
-				out = append(out, lintSignals(g, r)...)
+				// A signal on a raw counter: the surge detector fed
+				// sum(http_requests_total) as its traffic sees a total.
+				for _, sig := range r.Detector.Signals {
+					ps := r.Detector.parsed[sig.Name]
+					if name := rawCounter(ps.expr); name != "" {
+						warn(ps.line, ps.col, counterMsg("detector."+sig.Name, name))
+					}
+				}
 				continue
 			}
 			if r.expr == nil || r.Type == TypeRecording || r.Type == TypeAnomaly && r.Detector == nil {
 				continue
 			}
-			if r.Type == TypeAnomaly {
-				if op := thresholdOp(r.expr); op != "" {
-					out = append(out, &Error{
-						File: g.File, Line: r.exprLine, Col: r.exprCol, Group: g.Name, Rule: r.Index, Name: r.Name,
-						Msg: fmt.Sprintf("expr: a comparison (%s) with a number: an anomaly rule judges the values themselves, "+
-							"and the comparison hides those on its other side, which the detector then takes for missing samples; "+
-							"leave the threshold out, or make it an alert rule", op),
-					})
-				}
+			if op := thresholdOp(r.expr); op != "" && r.Type == TypeAnomaly {
+				warn(r.exprLine, r.exprCol, fmt.Sprintf("expr: a comparison (%s) with a number: an anomaly rule judges the values themselves, "+
+					"and the comparison hides those on its other side, which the detector then takes for missing samples; "+
+					"leave the threshold out, or make it an alert rule", op))
 			}
 			if name := rawCounter(r.expr); name != "" {
-				out = append(out, &Error{
-					File: g.File, Line: r.exprLine, Col: r.exprCol, Group: g.Name, Rule: r.Index, Name: r.Name,
-					Msg: counterMsg("expr", name),
-				})
+				warn(r.exprLine, r.exprCol, counterMsg("expr", name))
 			}
 		}
 	}
@@ -62,27 +64,6 @@ func Lint(groups []*Group) Errors {
 func counterMsg(what, name string) string {
 	return fmt.Sprintf("%s: %s is a counter, judged without rate(), irate() or increase(): "+
 		"its value only grows and falls to 0 at a restart; rate(%s[1m]) is what moves with the service", what, name, name)
-}
-
-// lintSignals returns a composite detector's signals that judge a counter's
-// value (see Lint): the surge detector fed sum(http_requests_total) as its
-// traffic sees a total, not a rate.
-func lintSignals(g *Group, r *Rule) Errors {
-	var out Errors
-	for _, s := range r.Detector.Signals {
-		e, err := promqlParser.ParseExpr(s.Expr)
-		if err != nil {
-			continue // reported by the parser
-		}
-		if name := rawCounter(e); name != "" {
-			at := r.Detector.signalAt[s.Name]
-			out = append(out, &Error{
-				File: g.File, Line: at[0], Col: at[1], Group: g.Name, Rule: r.Index, Name: r.Name,
-				Msg: counterMsg("detector."+s.Name, name),
-			})
-		}
-	}
-	return out
 }
 
 // thresholdOp returns the operator of expr when expr is a comparison

@@ -123,8 +123,16 @@ type DetectorSpec struct {
 	// over to a rule whose detector has the same hash.
 	Hash uint64
 
-	// signalAt is where each signal's expr is written, for Lint.
-	signalAt map[string][2]int
+	// parsed holds each signal's expr as parsed, and where it is written,
+	// for Lint.
+	parsed map[string]parsedSignal
+}
+
+// parsedSignal is a composite detector's signal expr as parsed (nil when
+// it does not parse), and where it is written.
+type parsedSignal struct {
+	expr      parser.Expr
+	line, col int
 }
 
 // Composite reports whether the detector watches named signals.
@@ -741,14 +749,15 @@ func (p *fileParser) detector(n *yaml.Node, gn string, idx int, name string, has
 			if !ok {
 				continue
 			}
-			if _, err := promqlParser.ParseExpr(q); err != nil {
+			e, err := promqlParser.ParseExpr(q)
+			if err != nil {
 				p.errAt(v, gn, idx, name, "detector.%s: %v", k.Value, oneLine(err))
 			}
 			got[k.Value] = q
-			if spec.signalAt == nil {
-				spec.signalAt = map[string][2]int{}
+			if spec.parsed == nil {
+				spec.parsed = map[string]parsedSignal{}
 			}
-			spec.signalAt[k.Value] = [2]int{v.Line, v.Column}
+			spec.parsed[k.Value] = parsedSignal{expr: e, line: v.Line, col: v.Column}
 			continue
 		}
 		if !fields[k.Value] {
