@@ -407,8 +407,9 @@ type Auto struct {
 	// (see dailyJumps).
 	daily dailyJumps
 	// What the floors under every spread are worked out from (see
-	// fitFloor); derived from the range, not part of snapshots.
-	span, least float64
+	// fitFloor); derived from the range and the lattice, not part of
+	// snapshots.
+	span, least, res float64
 	// The run of samples beyond every estimate of normal under way, and
 	// the estimates before it (see regime).
 	reg regime
@@ -533,6 +534,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	}
 	if !a.offLattice && !a.onLattice(x) { // no store while on it
 		a.refineLattice(x)
+		a.fitFloor() // the reading's resolution (see resolution)
 	}
 	loc := a.level.Loc()
 	now := loc + a.lag*a.slope // where the trend puts the level now
@@ -540,7 +542,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// level, worked out once for all that use it, and at the short
 	// baseline, the trend and the profile for theirs.
 	reach := a.floorReach(loc)
-	floor := rangeFloor(loc, reach, a.least)
+	floor := rangeFloor(loc, reach, a.least, a.res)
 	scale := maxf(a.level.Scale(), floor)
 	var day *EWMA // this time of day's baseline; nil when DayBuckets is 0
 	slot := 0     // its index, a.day.Bucket(ts), looked up once
@@ -555,7 +557,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		loc = a.level.Loc()
 		now = loc + a.lag*a.slope
 		reach = a.floorReach(loc)
-		floor = rangeFloor(loc, reach, a.least)
+		floor = rangeFloor(loc, reach, a.least, a.res)
 		scale = maxf(a.level.Scale(), floor)
 	}
 	if a.mem.on { // the normal at the latest alert, while the series lingers away from it (see linger)
@@ -733,7 +735,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	zp := 0.0 // the day's profile's z, where it judges
 	if day != nil {
 		var pexp, psp float64
-		zp, pexp, psp = a.prof.observe(&a.day, slot, ts, x, scale, reach, a.least, c.SurpriseCap, uint64(c.WarmUp))
+		zp, pexp, psp = a.prof.observe(&a.day, slot, ts, x, scale, reach, a.least, a.res, c.SurpriseCap, uint64(c.WarmUp))
 		// Where the profile judges, it explains most of the variance,
 		// and its prediction and spread are the verdict's. Its
 		// likelihood then takes the place of the level's, whose surprise
@@ -782,7 +784,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	trendP, trendV := 0.0, 0.0 // the trend's prediction and variance where it judges, else 0
 	if c.SpikeZ > 0 {
 		m := a.spike.Mean()
-		fm := rangeFloor(m, reach, a.least)
+		fm := rangeFloor(m, reach, a.least, a.res)
 		v := maxf(a.spike.Var(), fm*fm)
 		n := a.spike.Count()
 		// Past the warm-up the baseline learns x clipped at spikeClip
@@ -809,7 +811,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// to the flat baseline, whose lag they are there to replace.
 		flatM, flatV := m, v
 		if p, ms := a.trendStep(x, n); n >= uint64(c.WarmUp) && 4*ms <= v && (!profBand || profZ > 0) {
-			fp := rangeFloor(p, reach, a.least)
+			fp := rangeFloor(p, reach, a.least, a.res)
 			m, v = p, maxf(ms, fp*fp)
 			trendP, trendV = p, v
 		}
@@ -990,7 +992,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// The trend-carried level and the scale as at the start (the
 		// level has not learnt x yet), worked out again rather than
 		// kept in registers all the way here.
-		floor := rangeFloor(loc, a.floorReach(loc), a.least)
+		floor := rangeFloor(loc, a.floorReach(loc), a.least, a.res)
 		now, scale := loc+a.lag*a.slope, maxf(a.level.Scale(), floor)
 		extreme = a.extreme(ts, x, loc, floor, scale, math.Abs(x-now)/scale, day)
 		counts := a.recordsCount(ts)
@@ -1783,10 +1785,15 @@ func (a *Auto) usualDistance(ts int64, x, loc float64, day *EWMA) float64 {
 	return min(math.Abs(x-day.Mean()), math.Abs(x-loc-a.offset[a.day.Bucket(ts)].mean))
 }
 
-// fitFloor sets what rangeFloor needs, whenever the series' range
-// changes and once the warm-up is over: the span of the range it may
-// reach (see floorReach) and its least value (least). Both are derived
-// from the range, not kept in snapshots.
+// fitFloor sets what rangeFloor needs, whenever the series' range or
+// its lattice changes and once the warm-up is over: the span of the
+// range it may reach (see floorReach) and its least value (least).
+// Both are derived from the range and the lattice, not kept in
+// snapshots.
+//
+// A reading rounded to a lattice of decimals can tell no spread finer
+// than its rounding (res, see resolution), whatever its magnitude: the
+// floor is the larger of the two.
 //
 // The least floor is scaleFloor's 10⁻⁹ times the largest magnitude the
 // series has reached, where that is below 1. 10⁻⁹ is no least spread
@@ -1808,10 +1815,11 @@ func (a *Auto) usualDistance(ts int64, x, loc float64, day *EWMA) float64 {
 // rising series' dip on its second day went unseen (TestAutoSecondDay).
 func (a *Auto) fitFloor() {
 	if a.n <= uint64(a.cfg.WarmUp) {
-		a.span, a.least = math.Inf(1), 1e-9
+		a.span, a.least, a.res = math.Inf(1), 1e-9, 0
 		return
 	}
 	a.span, a.least = floorFit(a.lo, a.hi)
+	a.res = a.resolution()
 }
 
 // floorReach is the magnitude rangeFloor may take its thousandth of

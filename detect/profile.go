@@ -135,7 +135,7 @@ func newDayProfile(buckets int, c AutoConfig) dayProfile {
 // i.e. where the day's shape explains less than three quarters of the
 // variance (as for the hour's spike path). Surprise is capped at
 // surpriseCap as for the other likelihoods.
-func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, reach, least, surpriseCap float64, warmUp uint64) (z, exp, sp float64) {
+func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, reach, least, res, surpriseCap float64, warmUp uint64) (z, exp, sp float64) {
 	sl := &p.slices[i]
 	if s.lastFrom != p.wkFrom {
 		p.weekSpan(s.lastFrom, i)
@@ -168,7 +168,7 @@ func (p *dayProfile) observe(s *Seasonal, i int, ts int64, x, scale, reach, leas
 		}
 		loc := p.off.Loc()
 		e := x - pred - loc
-		g := maxf(p.off.Scale(), rangeFloor(pred, reach, least))
+		g := maxf(p.off.Scale(), rangeFloor(pred, reach, least, res))
 		if p.off.Count() >= warmUp {
 			v := minf(sl.flat, sl.line)
 			spread2 := maxf(g*g, v) // the spread squared: its root is taken where it judges

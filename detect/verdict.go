@@ -67,8 +67,13 @@ func scaleFloor(loc float64) float64 { return 1e-3*math.Abs(loc) + 1e-9 }
 // (74.23 as published, where nothing changes: its series span more
 // than a tenth of their level; docs/detectors.md, "A floor at the
 // series' own scale").
-func rangeFloor(loc, reach, least float64) float64 {
-	return 1e-3*minf(math.Abs(loc), reach) + least
+//
+// res is the least spread a reading can show at all, whatever its
+// magnitude: auto passes the rounding of a series written to a lattice
+// of decimals (see Auto.resolution), the plain kinds 0. The floor is
+// the larger of the two.
+func rangeFloor(loc, reach, least, res float64) float64 {
+	return maxf(1e-3*minf(math.Abs(loc), reach)+least, res)
 }
 
 // floorFit returns what rangeFloor needs for a series whose values
@@ -105,7 +110,7 @@ func (r *valueRange) floor(loc float64, warm bool) float64 {
 		return scaleFloor(loc)
 	}
 	span, least := floorFit(r.lo, r.hi)
-	return rangeFloor(loc, reachAt(span, loc), least)
+	return rangeFloor(loc, reachAt(span, loc), least, 0)
 }
 
 func (r *valueRange) encode(w *encoder) {
