@@ -226,7 +226,7 @@ func printFiles(w io.Writer, c *nab.Corpus, scores [][]float64, threshold float6
 				hit = scores[i][r] >= threshold
 			}
 			if !hit {
-				missed = append(missed, f.RawTimestamps[win.First]+" to "+f.RawTimestamps[win.Last])
+				missed = append(missed, f.RawTimestamp(win.First)+" to "+f.RawTimestamp(win.Last))
 			}
 		}
 		n := 0
@@ -235,7 +235,7 @@ func printFiles(w io.Writer, c *nab.Corpus, scores [][]float64, threshold float6
 				continue
 			}
 			if n++; n <= 5 {
-				alarms = append(alarms, f.RawTimestamps[r])
+				alarms = append(alarms, f.RawTimestamp(r))
 			}
 		}
 		for _, m := range missed {

@@ -114,10 +114,14 @@ func (w Window) Width() int { return w.Last - w.First + 1 }
 type File struct {
 	// Name is the path relative to data/, e.g. "realKnownCause/nyc_taxi.csv".
 	Name string
-	// RawTimestamps and RawValues keep the rows exactly as given, so result
-	// files reproduce them byte for byte.
-	RawTimestamps []string
-	RawValues     []string
+	// text holds each row's timestamp and value exactly as given, one
+	// after the other, so that result files reproduce them byte for byte;
+	// raw locates them, row by row (see RawTimestamp). One string per
+	// field, as this kept them before, cost about 120 bytes a row at the
+	// peak of a run, and a data set of 30 million rows needed 3.6 GB; a
+	// row's text and its place in it take about 35.
+	text []byte
+	raw  []rawRow
 	// Times are the row timestamps in Unix milliseconds (UTC).
 	Times  []int64
 	Values []float64
@@ -126,6 +130,37 @@ type File struct {
 	Missing int
 	// Windows are sorted by position and do not overlap.
 	Windows []Window
+}
+
+// rawRow locates one row's fields in File.text: the timestamp starts at
+// off, and the value follows it.
+type rawRow struct {
+	off     uint32
+	ts, val uint16 // their lengths
+}
+
+// maxField is the longest timestamp or value a row may have, in bytes,
+// and maxText the most text a file's rows may hold (see rawRow).
+const (
+	maxField = math.MaxUint16
+	maxText  = math.MaxUint32
+)
+
+// RawTimestamp is row i's timestamp exactly as given.
+func (f *File) RawTimestamp(i int) string { return string(f.rawTimestamp(i)) }
+
+// RawValue is row i's value exactly as given.
+func (f *File) RawValue(i int) string { return string(f.rawValue(i)) }
+
+func (f *File) rawTimestamp(i int) []byte {
+	r := f.raw[i]
+	return f.text[r.off : r.off+uint32(r.ts)]
+}
+
+func (f *File) rawValue(i int) []byte {
+	r := f.raw[i]
+	at := r.off + uint32(r.ts)
+	return f.text[at : at+uint32(r.val)]
 }
 
 // Rows is the number of data rows.
@@ -230,7 +265,7 @@ func Load(dir string) (*Corpus, error) {
 		}
 		// At most one row a line: the slices are made that long once,
 		// not grown (a large corpus's load was mostly that).
-		f, err := readFile(name, bytes.NewReader(b), bytes.Count(b, []byte{'\n'}))
+		f, err := readFile(name, bytes.NewReader(b), bytes.Count(b, []byte{'\n'}), len(b))
 		if err != nil {
 			return nil, fmt.Errorf("read %q: %w", p, err)
 		}
@@ -300,12 +335,11 @@ func (f *File) sortByTime() (out int, sorted bool) {
 		idx[i] = i
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return f.Times[idx[a]] < f.Times[idx[b]] })
-	ts, vs := make([]int64, len(idx)), make([]float64, len(idx))
-	rt, rv := make([]string, len(idx)), make([]string, len(idx))
+	ts, vs, raw := make([]int64, len(idx)), make([]float64, len(idx)), make([]rawRow, len(idx))
 	for k, i := range idx {
-		ts[k], vs[k], rt[k], rv[k] = f.Times[i], f.Values[i], f.RawTimestamps[i], f.RawValues[i]
+		ts[k], vs[k], raw[k] = f.Times[i], f.Values[i], f.raw[i]
 	}
-	f.Times, f.Values, f.RawTimestamps, f.RawValues = ts, vs, rt, rv
+	f.Times, f.Values, f.raw = ts, vs, raw
 	return out, true
 }
 
@@ -313,11 +347,12 @@ func (f *File) sortByTime() (out int, sorted bool) {
 // final newline are fine; further columns, such as a label column, are
 // ignored). Rows are kept in order, duplicates included.
 func ReadFile(name string, r io.Reader) (*File, error) {
-	return readFile(name, r, 0)
+	return readFile(name, r, 0, 0)
 }
 
-// readFile is ReadFile with room made for rows rows.
-func readFile(name string, r io.Reader, rows int) (*File, error) {
+// readFile is ReadFile with room made for rows rows of size bytes in
+// all.
+func readFile(name string, r io.Reader, rows, size int) (*File, error) {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
 	header, err := cr.Read()
@@ -328,10 +363,10 @@ func readFile(name string, r io.Reader, rows int) (*File, error) {
 		return nil, fmt.Errorf("header is %q, want \"timestamp,value\"", strings.Join(header, ","))
 	}
 	f := &File{Name: name,
-		RawTimestamps: make([]string, 0, rows),
-		RawValues:     make([]string, 0, rows),
-		Times:         make([]int64, 0, rows),
-		Values:        make([]float64, 0, rows),
+		text:   make([]byte, 0, size),
+		raw:    make([]rawRow, 0, rows),
+		Times:  make([]int64, 0, rows),
+		Values: make([]float64, 0, rows),
 	}
 	for {
 		rec, err := cr.Read()
@@ -353,8 +388,14 @@ func readFile(name string, r io.Reader, rows int) (*File, error) {
 		if math.IsNaN(v) {
 			f.Missing++
 		}
-		f.RawTimestamps = append(f.RawTimestamps, rec[0])
-		f.RawValues = append(f.RawValues, rec[1])
+		if len(rec[0]) > maxField || len(rec[1]) > maxField {
+			return nil, fmt.Errorf("line %d: a timestamp or value longer than %d bytes", line, maxField)
+		}
+		if len(f.text)+len(rec[0])+len(rec[1]) > maxText {
+			return nil, fmt.Errorf("line %d: more than %d bytes of timestamps and values in one file", line, int64(maxText))
+		}
+		f.raw = append(f.raw, rawRow{off: uint32(len(f.text)), ts: uint16(len(rec[0])), val: uint16(len(rec[1]))})
+		f.text = append(append(f.text, rec[0]...), rec[1]...)
 		f.Times = append(f.Times, t.UnixMilli())
 		f.Values = append(f.Values, v)
 	}

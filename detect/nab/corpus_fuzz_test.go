@@ -30,8 +30,15 @@ func FuzzReadFileAndWindows(f *testing.F) {
 			return
 		}
 		require.Len(t, file.Times, file.Rows())
-		require.Len(t, file.RawTimestamps, file.Rows())
-		require.Len(t, file.RawValues, file.Rows())
+		require.Len(t, file.raw, file.Rows())
+		for i := range file.raw { // each row's text is its own, as parsed
+			tm, err := parseTime(file.RawTimestamp(i))
+			require.NoError(t, err)
+			require.Equal(t, tm.UnixMilli(), file.Times[i], "row %d", i)
+			v, err := parseValue(file.RawValue(i))
+			require.NoError(t, err)
+			require.True(t, v == file.Values[i] || math.IsNaN(v) && math.IsNaN(file.Values[i]), "row %d", i)
+		}
 		missing := 0
 		for _, v := range file.Values {
 			if math.IsNaN(v) {

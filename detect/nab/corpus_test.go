@@ -268,7 +268,7 @@ func TestLoadSortsRows(t *testing.T) {
 	newestFile := byName["c/newest.csv"]
 	for i, v := range newestFile.Values {
 		require.Equal(t, float64(i), v)
-		require.Equal(t, fmt.Sprintf("2015-01-01 %02d:%02d:00", i/60, i%60), newestFile.RawTimestamps[i])
+		require.Equal(t, fmt.Sprintf("2015-01-01 %02d:%02d:00", i/60, i%60), newestFile.RawTimestamp(i))
 	}
 	require.Equal(t, []Window{{First: 10, Last: 20}}, newestFile.Windows)
 	require.Equal(t, []float64{4, 2, 3, 1}, byName["c/back.csv"].Values, "rows with one timestamp keep their order")

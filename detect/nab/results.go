@@ -43,10 +43,10 @@ func writeResultFile(p string, f *File, scores []float64) (err error) {
 	w := bufio.NewWriter(fh)
 	w.WriteString("timestamp,value,anomaly_score\n")
 	buf := make([]byte, 0, 32)
-	for i := range f.RawTimestamps {
-		w.WriteString(f.RawTimestamps[i])
+	for i := range f.raw {
+		w.Write(f.rawTimestamp(i))
 		w.WriteByte(',')
-		w.WriteString(f.RawValues[i])
+		w.Write(f.rawValue(i))
 		w.WriteByte(',')
 		w.Write(strconv.AppendFloat(buf[:0], clean(scores[i]), 'g', -1, 64))
 		w.WriteByte('\n')

@@ -79,3 +79,33 @@ func TestKindConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestResultsKeepTheText: a result file gives each row's timestamp and
+// value exactly as the data file wrote them, quoted, with a label column
+// after them, or newest first, in time order.
+func TestResultsKeepTheText(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "data", "c"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "labels"), 0o755))
+	data := "timestamp,value,label\r\n" +
+		"1388534520,\"1.50\",0\r\n" +
+		"2014-01-01T00:01:00Z,NaN,1\r\n" +
+		"\"2014-01-01 00:00:00\",+7e0,0\r\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "data", "c", "f.csv"), []byte(data), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "labels", "combined_windows.json"), []byte(`{"c/f.csv": []}`), 0o644))
+	c, err := Load(dir)
+	require.NoError(t, err)
+	f := c.Files[0]
+	require.Equal(t, []string{"2014-01-01 00:00:00", "2014-01-01T00:01:00Z", "1388534520"},
+		[]string{f.RawTimestamp(0), f.RawTimestamp(1), f.RawTimestamp(2)}, "sorted by time, as written")
+	require.Equal(t, []string{"+7e0", "NaN", "1.50"}, []string{f.RawValue(0), f.RawValue(1), f.RawValue(2)})
+
+	out := t.TempDir()
+	require.NoError(t, WriteResults(out, "x", c, [][]float64{{0, 0, 0.5}}))
+	got, err := os.ReadFile(filepath.Join(out, "x", "c", "x_f.csv"))
+	require.NoError(t, err)
+	require.Equal(t, "timestamp,value,anomaly_score\n"+
+		"2014-01-01 00:00:00,+7e0,0\n"+
+		"2014-01-01T00:01:00Z,NaN,0\n"+
+		"1388534520,1.50,0.5\n", string(got))
+}
