@@ -161,8 +161,12 @@ func steppingGauge(seed uint64, every, n int) []float64 {
 // Auto.resolution), and a move of several steps on it still pages at
 // once. Before, sixteen such gauges of two weeks raised 572 alerts
 // (spikes, the changes' likelihood, and the start of each hour whose
-// slice had not seen the new value); now 56, most of them records of
-// the walk.
+// slice had not seen the new value); now 78, most of them in the first
+// days, before a gauge has spanned two steps. A share that has taken
+// only two values one step apart is a state, not a rounding: the share
+// of two targets up, falling from 1 to 0.5 for half an hour three times
+// in ten days, pages each time (with the floor on it, the third time
+// did not).
 func TestAutoReadingResolution(t *testing.T) {
 	const n = 14 * 1440
 	total := 0
@@ -173,7 +177,24 @@ func TestAutoReadingResolution(t *testing.T) {
 		}
 	}
 	t.Logf("16 gauges of two weeks: %d alerts", total)
-	require.LessOrEqual(t, total, 16*4, "about a step a day is no incident: at most 4 alerts a gauge in two weeks")
+	require.LessOrEqual(t, total, 16*6, "about a step a day is no incident: at most 6 alerts a gauge in two weeks")
+
+	// The share of two (or ten) targets up: 1, but for three falls to
+	// 0.5 (0.9) for half an hour.
+	for _, low := range []float64{0.5, 0.9} {
+		xs := make([]float64, 10*1440)
+		for i := range xs {
+			xs[i] = 1
+		}
+		falls := []int{2*1440 + 600, 5*1440 + 300, 8*1440 + 900}
+		for _, at := range falls {
+			for i := at; i < at+30; i++ {
+				xs[i] = low
+			}
+		}
+		rows, _, _ := alertsOf(t, 60_000, xs)
+		require.Equal(t, falls, rows, "1 to %v: each fall pages", low)
+	}
 
 	// A runaway: 0.2 (ten steps) above its value, for an hour, on the
 	// tenth day.
@@ -203,6 +224,8 @@ func TestAutoReadingResolution(t *testing.T) {
 	}
 	require.Zero(t, a.res, "not moved yet: 0.5 alone lies on halves")
 	a.Observe(100*60_000, 0.52)
+	require.Zero(t, a.res, "two values one step apart: a state")
+	a.Observe(101*60_000, 0.48)
 	require.InDelta(t, 0.02/math.Sqrt(6), a.res, 1e-12)
 	snap, err := a.MarshalBinary()
 	require.NoError(t, err)
