@@ -542,7 +542,14 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// level, worked out once for all that use it, and at the short
 	// baseline, the trend and the profile for theirs.
 	reach := a.floorReach(loc)
-	floor := rangeFloor(loc, reach, a.least, a.res)
+	// The reading's resolution (see resolution): on a lattice of counts
+	// only where the series is a gauge, whose unit is what it shows of a
+	// level; counts keep their counting noise.
+	res := a.res
+	if res > 0 && !a.fraction && !a.gauge(loc) {
+		res = 0
+	}
+	floor := rangeFloor(loc, reach, a.least, res)
 	scale := maxf(a.level.Scale(), floor)
 	var day *EWMA // this time of day's baseline; nil when DayBuckets is 0
 	slot := 0     // its index, a.day.Bucket(ts), looked up once
@@ -557,7 +564,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		loc = a.level.Loc()
 		now = loc + a.lag*a.slope
 		reach = a.floorReach(loc)
-		floor = rangeFloor(loc, reach, a.least, a.res)
+		floor = rangeFloor(loc, reach, a.least, res)
 		scale = maxf(a.level.Scale(), floor)
 	}
 	if a.mem.on { // the normal at the latest alert, while the series lingers away from it (see linger)
@@ -735,7 +742,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	zp := 0.0 // the day's profile's z, where it judges
 	if day != nil {
 		var pexp, psp float64
-		zp, pexp, psp = a.prof.observe(&a.day, slot, ts, x, scale, reach, a.least, a.res, c.SurpriseCap, uint64(c.WarmUp))
+		zp, pexp, psp = a.prof.observe(&a.day, slot, ts, x, scale, reach, a.least, res, c.SurpriseCap, uint64(c.WarmUp))
 		// Where the profile judges, it explains most of the variance,
 		// and its prediction and spread are the verdict's. Its
 		// likelihood then takes the place of the level's, whose surprise
@@ -784,7 +791,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	trendP, trendV := 0.0, 0.0 // the trend's prediction and variance where it judges, else 0
 	if c.SpikeZ > 0 {
 		m := a.spike.Mean()
-		fm := rangeFloor(m, reach, a.least, a.res)
+		fm := rangeFloor(m, reach, a.least, res)
 		v := maxf(a.spike.Var(), fm*fm)
 		n := a.spike.Count()
 		// Past the warm-up the baseline learns x clipped at spikeClip
@@ -811,7 +818,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// to the flat baseline, whose lag they are there to replace.
 		flatM, flatV := m, v
 		if p, ms := a.trendStep(x, n); n >= uint64(c.WarmUp) && 4*ms <= v && (!profBand || profZ > 0) {
-			fp := rangeFloor(p, reach, a.least, a.res)
+			fp := rangeFloor(p, reach, a.least, res)
 			m, v = p, maxf(ms, fp*fp)
 			trendP, trendV = p, v
 		}
@@ -992,7 +999,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		// The trend-carried level and the scale as at the start (the
 		// level has not learnt x yet), worked out again rather than
 		// kept in registers all the way here.
-		floor := rangeFloor(loc, a.floorReach(loc), a.least, a.res)
+		floor := rangeFloor(loc, a.floorReach(loc), a.least, res)
 		now, scale := loc+a.lag*a.slope, maxf(a.level.Scale(), floor)
 		extreme = a.extreme(ts, x, loc, floor, scale, math.Abs(x-now)/scale, day)
 		counts := a.recordsCount(ts)

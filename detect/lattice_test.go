@@ -179,6 +179,22 @@ func TestAutoReadingResolution(t *testing.T) {
 	t.Logf("16 gauges of two weeks: %d alerts", total)
 	require.LessOrEqual(t, total, 16*6, "about a step a day is no incident: at most 6 alerts a gauge in two weeks")
 
+	// The same gauges in whole units, around 25: a pool's connections,
+	// a count of replicas. Before, 573 alerts.
+	total = 0
+	for _, every := range []int{200, 500, 1000, 2000} {
+		for seed := range uint64(4) {
+			xs := steppingGauge(seed, every, n)
+			for i := range xs {
+				xs[i] = math.Round(xs[i] * 50)
+			}
+			rows, _, _ := alertsOf(t, 60_000, xs)
+			total += len(rows)
+		}
+	}
+	t.Logf("16 gauges in whole units: %d alerts", total)
+	require.LessOrEqual(t, total, 16*6, "whole units as well")
+
 	// The share of two (or ten) targets up: 1, but for three falls to
 	// 0.5 (0.9) for half an hour.
 	for _, low := range []float64{0.5, 0.9} {
