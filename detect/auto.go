@@ -1798,9 +1798,9 @@ func (a *Auto) usualDistance(ts int64, x, loc float64, day *EWMA) float64 {
 // Both are derived from the range and the lattice, not kept in
 // snapshots.
 //
-// A reading rounded to a lattice of decimals can tell no spread finer
-// than its rounding (res, see resolution), whatever its magnitude: the
-// floor is the larger of the two.
+// A reading on a lattice can tell no spread finer than the lattice's
+// step allows (res, see resolution), whatever its magnitude: where
+// Observe takes it, the floor is the larger of the two.
 //
 // The least floor is scaleFloor's 10⁻⁹ times the largest magnitude the
 // series has reached, where that is below 1. 10⁻⁹ is no least spread

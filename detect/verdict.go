@@ -69,9 +69,9 @@ func scaleFloor(loc float64) float64 { return 1e-3*math.Abs(loc) + 1e-9 }
 // series' own scale").
 //
 // res is the least spread a reading can show at all, whatever its
-// magnitude: auto passes the rounding of a series written to a lattice
-// of decimals (see Auto.resolution), the plain kinds 0. The floor is
-// the larger of the two.
+// magnitude: auto passes the resolution of a gauge written on a lattice
+// (see Auto.resolution), the plain kinds 0. The floor is the larger of
+// the two.
 func rangeFloor(loc, reach, least, res float64) float64 {
 	return maxf(1e-3*minf(math.Abs(loc), reach)+least, res)
 }
