@@ -29,6 +29,8 @@ type frozenSeries struct {
 // first pages, the other's alert fires suppressed by it. A freeze at the
 // same time on instance b (another target) pages on its own, and so
 // does one that begins two hours later on instance a (another cause).
+// The hang's page names the other rule's series as stopped with it;
+// the others name none.
 // The same with the agent restarted seven minutes into the hang: when
 // each series stopped moving is kept with its detector. And with
 // Inflight under `for: 30m` and a hang of 20 minutes: Inflight's alert,
@@ -123,6 +125,20 @@ func hangPages(t *testing.T, step time.Duration, variant string) {
 				started[k] = a.StartsAt
 				t.Logf("page %s at %s (%d after the freeze): %s", k, a.StartsAt.Format("15:04:05"), i-ten, a.Explanation.Summary)
 				pages[k]++
+				// The hang's page names the other metric it stopped
+				// (stoppedWith); a freeze elsewhere or at another time
+				// names none.
+				switch k {
+				case "Queue/a":
+					require.Equal(t, []string{`Inflight{instance="a", job="app"}`}, a.Explanation.StoppedWith, a.Explanation.Summary)
+				case "Inflight/a":
+					require.Equal(t, []string{`Queue{instance="a", job="app"}`}, a.Explanation.StoppedWith, a.Explanation.Summary)
+				default:
+					require.Empty(t, a.Explanation.StoppedWith, a.Explanation.Summary)
+				}
+				if len(a.Explanation.StoppedWith) > 0 {
+					require.Contains(t, a.Explanation.Summary, "; stopped with it: "+a.Explanation.StoppedWith[0])
+				}
 			}
 		}
 		if i == ten+perDay*3/24-1 { // the last row of the first freeze

@@ -69,6 +69,10 @@ type Explanation struct {
 	Cause string `json:"cause,omitempty"`
 	// Summary is one human sentence with the numbers in it.
 	Summary string `json:"summary"`
+	// StoppedWith names, for an alert on a series that has stopped
+	// moving, the series of other rules of the same target that stopped
+	// with it, as rule{labels}: one hang, such as an exporter's.
+	StoppedWith []string `json:"stopped_with,omitempty"`
 }
 
 // AlertState is the lifecycle state of an alert.
