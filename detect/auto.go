@@ -1657,9 +1657,27 @@ func (a *Auto) jumpSpread(js, loc float64, counts bool) float64 {
 // rangeFloor). A 1-minute gauge of whole numbers around 50 with noise
 // 1 paged 30 times in ten seeds' two weeks, 19 of them by the time of
 // day; as a gauge, 22 and 11 (TestAutoWholeNumberGauge).
+//
+// Below 20 units a whole number that sits on one value (nine samples in
+// ten repeat the one before, as departures reads it) at a level of a
+// unit or more is a gauge too: a count of replicas, of workers, of
+// targets up. Poisson counts at a level λ repeat their last value with
+// probability e^(−2λ)·I₀(2λ), 0.31 at one unit and less above, so they
+// cannot. Sixteen such gauges around 5, stepping by one every few hours
+// for two weeks, paged 410 times as counts (`zscore` about as often),
+// each step a spike to a short baseline that had not moved for hours;
+// as gauges, whose unit is their resolution (see resolution), 79
+// (TestAutoReadingResolution). Sparser series, a count of errors that
+// is 0 for hours, stay counts.
 func (a *Auto) gauge(loc float64) bool {
+	if a.n <= uint64(a.cfg.WarmUp) {
+		return false
+	}
+	if a.dep.same >= 0.9 && loc >= a.quantum {
+		return true
+	}
 	s := a.step.Scale()
-	return a.n > uint64(a.cfg.WarmUp) && loc >= gaugeCounts*a.quantum && gaugeDispersion*s*s < 2*a.quantum*loc
+	return loc >= gaugeCounts*a.quantum && gaugeDispersion*s*s < 2*a.quantum*loc
 }
 
 // gaugeCounts and gaugeDispersion are gauge's bounds: the level, in

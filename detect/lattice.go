@@ -95,7 +95,7 @@ const (
 // such a gauge is an earlier reading: their difference carries q²/12
 // twice, a spread of q/√6. A step of one unit is then 2.4 of the
 // spreads, no spike (SpikeZ 5) and no jump; two units are 4.9, three
-// 7.3. The same twenty gauges raise 92 alerts, and 93 in whole units,
+// 7.3. The same twenty gauges raise 92 alerts, and 87 in whole units,
 // most of them in their first days, and records, which a random walk
 // keeps setting; zscore raises 433 (docs/detectors.md, "A reading's
 // resolution").
@@ -112,12 +112,10 @@ const (
 // alone, 65 from the first move.
 //
 // Counts are left out: a count of events is exact, no reading of a
-// finer level, and has its own floor, counting noise (countSpread);
-// so are whole numbers below gauge's 20 units, such as a count of
-// workers or of targets up, whose unit is a large part of them. Taken
-// as a rounding too, counts scored 0.15 lower on NAB (3 false alarms
-// more) and 0.1 to 0.5 higher on the families' means; not kept, for
-// want of the reason.
+// finer level, and has its own floor, counting noise (countSpread).
+// Taken as a rounding too, counts scored 0.15 lower on NAB (3 false
+// alarms more) and 0.1 to 0.5 higher on the families' means; not kept,
+// for want of the reason.
 func (a *Auto) resolution() float64 {
 	if a.offLattice || a.hi-a.lo < 1.5*a.quantum {
 		return 0

@@ -195,6 +195,23 @@ func TestAutoReadingResolution(t *testing.T) {
 	t.Logf("16 gauges in whole units: %d alerts", total)
 	require.LessOrEqual(t, total, 16*6, "whole units as well")
 
+	// And around 5, below the 20 units from which the changes' spread
+	// tells a gauge from counts: a count of replicas or workers, which
+	// repeats its value as counts cannot. Before, 410 alerts.
+	total = 0
+	for _, every := range []int{200, 500, 1000, 2000} {
+		for seed := range uint64(4) {
+			xs := steppingGauge(seed, every, n)
+			for i := range xs {
+				xs[i] = math.Round(xs[i]*50) - 20
+			}
+			rows, _, _ := alertsOf(t, 60_000, xs)
+			total += len(rows)
+		}
+	}
+	t.Logf("16 small gauges in whole units: %d alerts", total)
+	require.LessOrEqual(t, total, 16*6, "small whole gauges as well")
+
 	// The share of two (or ten) targets up: 1, but for three falls to
 	// 0.5 (0.9) for half an hour.
 	for _, low := range []float64{0.5, 0.9} {
