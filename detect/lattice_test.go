@@ -3,6 +3,7 @@ package detect
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -211,6 +212,29 @@ func TestAutoReadingResolution(t *testing.T) {
 	}
 	t.Logf("16 small gauges in whole units: %d alerts", total)
 	require.LessOrEqual(t, total, 16*6, "small whole gauges as well")
+
+	// A temperature to a tenth of a degree, around 45 and stepping as
+	// the gauges above, that begins to climb by a tenth every three
+	// minutes on the ninth day (a cooling failure). Before, it paged at
+	// the first tenth, 3 minutes in, after 21 to 31 false alarms; now
+	// after three or four tenths, 8 to 12 minutes in, after 2 to 4.
+	for seed := range uint64(6) {
+		xs := steppingGauge(seed, 500, 10*1440)
+		from := 8*1440 + 600
+		for i := range xs {
+			k := 0
+			if i >= from {
+				k = min((i-from)/3, 40)
+				xs[i] = xs[from-1]
+			}
+			xs[i] = math.Round((xs[i]*5+45)*10)/10 + 0.1*float64(k)
+		}
+		rows, _, _ := alertsOf(t, 60_000, xs)
+		at := slices.IndexFunc(rows, func(r int) bool { return r >= from })
+		require.GreaterOrEqual(t, at, 0, "seed %d: the climb pages", seed)
+		require.LessOrEqual(t, rows[at]-from, 15, "seed %d: within 15 minutes", seed)
+		require.LessOrEqual(t, at, 6, "seed %d: false alarms before the climb", seed)
+	}
 
 	// The share of two (or ten) targets up: 1, but for three falls to
 	// 0.5 (0.9) for half an hour.
