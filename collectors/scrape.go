@@ -203,6 +203,13 @@ func (s *scraper) appendBody(body []byte, contentType string, t int64, app *stor
 			}
 			return res, failf(ReasonParse, "%v", err)
 		}
+		if et == textparse.EntryType {
+			// What the rules engine tells a counter by (see
+			// store.SetType).
+			name, typ := p.Type()
+			app.SetType(name, string(typ))
+			continue
+		}
 		if et != textparse.EntrySeries {
 			continue
 		}

@@ -23,3 +23,12 @@ type Source interface {
 	// Range evaluates q over [start, end] every step.
 	Range(ctx context.Context, q string, start, end time.Time, step time.Duration) (promql.Matrix, error)
 }
+
+// Typer is a Source that knows its metrics' types from their metadata,
+// as Prometheus' /api/v1/metadata gives them: metric family → "counter",
+// "gauge", "histogram", "summary", ... A family it does not know is not
+// in the map; a source that keeps no metadata (VictoriaMetrics) returns
+// an empty one.
+type Typer interface {
+	MetricTypes(ctx context.Context) (map[string]string, error)
+}

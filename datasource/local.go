@@ -41,6 +41,10 @@ type LocalOptions struct {
 	CPUShare float64
 	// Now is the clock the pause is measured with; nil means time.Now.
 	Now func() time.Time
+	// Types, when set, gives the metric families' types that the
+	// scrapes into the store found (store.Store.MetricTypes); the source
+	// is then a Typer.
+	Types func() map[string]string
 }
 
 // Local evaluates PromQL with Prometheus' own engine over a Queryable (the
@@ -57,6 +61,7 @@ type Local struct {
 	turns      chan struct{} // nil: no bound on concurrent queries
 	rest       float64       // pause after a turn, as a multiple of its length
 	now        func() time.Time
+	types      func() map[string]string // nil: no types known
 }
 
 func (l *Local) engine() *promql.Engine {
@@ -80,7 +85,7 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 		EnableAtModifier:     true,
 		EnableNegativeOffset: true,
 	}
-	l := &Local{engineOpts: eo, q: opts.Queryable, timeout: eo.Timeout}
+	l := &Local{engineOpts: eo, q: opts.Queryable, timeout: eo.Timeout, types: opts.Types}
 	if opts.MaxConcurrent > 0 {
 		l.turns = make(chan struct{}, opts.MaxConcurrent)
 	}
@@ -95,6 +100,15 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 		l.now = time.Now
 	}
 	return l, nil
+}
+
+// MetricTypes implements Typer with LocalOptions.Types: an empty map
+// where none was given, or before the first scrape.
+func (l *Local) MetricTypes(context.Context) (map[string]string, error) {
+	if l.types == nil {
+		return map[string]string{}, nil
+	}
+	return l.types(), nil
 }
 
 // turn waits for a query turn, at most the query timeout, and returns the

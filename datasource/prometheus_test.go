@@ -83,8 +83,23 @@ func TestAgainstRealPrometheus(t *testing.T) {
 	require.NoError(t, err)
 	ts := time.Now().Truncate(time.Millisecond)
 	require.NoError(t, tgt.Collect(ctx, ts))
-	local, err := NewLocal(LocalOptions{Queryable: st})
+	local, err := NewLocal(LocalOptions{Queryable: st, Types: st.MetricTypes})
 	require.NoError(t, err)
+
+	// The metric types: Prometheus' /api/v1/metadata, and what the
+	// store's scrape of the same /metrics found in its # TYPE lines.
+	t.Run("metric types", func(t *testing.T) {
+		for name, typer := range map[string]Typer{"remote": remote, "local": local} {
+			types, err := typer.MetricTypes(ctx)
+			require.NoError(t, err, name)
+			require.Equal(t, "gauge", types["go_goroutines"], name)
+			require.Equal(t, "histogram", types["prometheus_http_request_duration_seconds"], name)
+			require.Equal(t, "summary", types["go_gc_duration_seconds"], name)
+			// Keyed by its family with or without _total: OpenMetrics
+			// names a counter's family without it.
+			require.Contains(t, []string{types["prometheus_http_requests_total"], types["prometheus_http_requests"]}, "counter", name)
+		}
+	})
 
 	for _, q := range []string{
 		`up{job="prometheus"}`,

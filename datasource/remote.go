@@ -68,6 +68,23 @@ func (r *Remote) Instant(ctx context.Context, q string, ts time.Time) (promql.Ve
 	return nil, fmt.Errorf("remote %q: instant query returned %s, want vector or scalar", r.name, v.Type())
 }
 
+// MetricTypes implements Typer with the API's /api/v1/metadata.
+func (r *Remote) MetricTypes(ctx context.Context) (map[string]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	md, err := r.api.Metadata(ctx, "", "")
+	if err != nil {
+		return nil, r.wrap(err)
+	}
+	out := make(map[string]string, len(md))
+	for name, ms := range md {
+		if len(ms) > 0 && ms[0].Type != "" {
+			out[name] = string(ms[0].Type)
+		}
+	}
+	return out, nil
+}
+
 // Range implements Source.
 func (r *Remote) Range(ctx context.Context, q string, start, end time.Time, step time.Duration) (promql.Matrix, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)

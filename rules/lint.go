@@ -23,11 +23,34 @@ import (
 // counters only) or _bucket (a histogram's buckets, which
 // histogram_quantile reads as counts since the process started unless
 // they are given as rates). _count and _sum are left alone: gauges are
-// named so too (pg_stat_activity_count). Second, a univariate anomaly
-// rule whose expr is a comparison with a number (see thresholdOp).
+// named so too (pg_stat_activity_count). LintTyped tells counters by
+// the datasources' metadata where it knows them. Second, a univariate
+// anomaly rule whose expr is a comparison with a number (see
+// thresholdOp).
 func Lint(groups []*Group) Errors {
+	return LintTyped(groups, nil)
+}
+
+// Types answers a metric's type, as a datasource's metadata gives it
+// ("counter", "gauge", "histogram", "summary", ...), for the datasource
+// a group queries; "" where it does not know.
+type Types func(source, metric string) string
+
+// LintTyped is Lint with the metrics' types from the datasources'
+// metadata where types knows them (nil: names only). A series is a
+// counter when its type, or its family's, says so: a counter named
+// against convention (requests_served) is caught, and a gauge that
+// happens to end in _total (a pool's connections_total) is not warned
+// of. Where the type is unknown the name decides, as in Lint.
+func LintTyped(groups []*Group, types Types) Errors {
 	var out Errors
 	for _, g := range groups {
+		var typeOf func(string) string
+		if types != nil {
+			src := g.Source
+			typeOf = func(name string) string { return types(src, name) }
+		}
+		isCounter := func(name string) bool { return counterNamed(name, typeOf) }
 		for _, r := range g.Rules {
 			warn := func(line, col int, msg string) {
 				out = append(out, &Error{File: g.File, Line: line, Col: col, Group: g.Name, Rule: r.Index, Name: r.Name, Msg: msg})
@@ -37,7 +60,7 @@ func Lint(groups []*Group) Errors {
 				// sum(http_requests_total) as its traffic sees a total.
 				for _, sig := range r.Detector.Signals {
 					ps := r.Detector.parsed[sig.Name]
-					if name := rawCounter(ps.expr); name != "" {
+					if name := rawCounter(ps.expr, isCounter); name != "" {
 						warn(ps.line, ps.col, counterMsg("detector."+sig.Name, name))
 					}
 				}
@@ -51,7 +74,7 @@ func Lint(groups []*Group) Errors {
 					"and the comparison hides those on its other side, which the detector then takes for missing samples; "+
 					"leave the threshold out, or make it an alert rule", op))
 			}
-			if name := rawCounter(r.expr); name != "" {
+			if name := rawCounter(r.expr, isCounter); name != "" {
 				warn(r.exprLine, r.exprCol, counterMsg("expr", name))
 			}
 		}
@@ -113,9 +136,39 @@ var countsCounter = map[string]bool{
 	"timestamp": true, "count": true, "group": true, "count_values": true,
 }
 
-// rawCounter returns the name of the first counter (see Lint) that expr
-// selects outside every function or aggregation of countsCounter, or "".
-func rawCounter(expr parser.Expr) string {
+// counterNamed reports whether the series name is a counter's: by its
+// type, or its family's, where typeOf (which may be nil) knows one, and
+// by its name (see Lint) where not. A family is the name less _total
+// (OpenMetrics names a counter's family without it), or less _bucket,
+// _count or _sum (a histogram's or a summary's, whose series of those
+// names are counters).
+func counterNamed(name string, typeOf func(string) string) bool {
+	if typeOf != nil {
+		if t := typeOf(name); t != "" {
+			return t == "counter"
+		}
+		for _, suffix := range []string{"_total", "_bucket", "_count", "_sum"} {
+			family, ok := strings.CutSuffix(name, suffix)
+			if !ok {
+				continue
+			}
+			switch t := typeOf(family); {
+			case t == "counter" && suffix == "_total":
+				return true
+			case t == "histogram" || t == "summary" && suffix != "_bucket":
+				return true
+			case t != "":
+				return false
+			}
+		}
+	}
+	return strings.HasSuffix(name, "_total") || strings.HasSuffix(name, "_bucket")
+}
+
+// rawCounter returns the name of the first counter (see counterNamed)
+// that expr selects outside every function or aggregation of
+// countsCounter, or "".
+func rawCounter(expr parser.Expr, isCounter func(string) bool) string {
 	found := ""
 	var walk func(n parser.Node, covered bool)
 	walk = func(n parser.Node, covered bool) {
@@ -128,7 +181,7 @@ func rawCounter(expr parser.Expr) string {
 		case *parser.AggregateExpr:
 			covered = covered || countsCounter[e.Op.String()]
 		case *parser.VectorSelector:
-			if !covered && (strings.HasSuffix(e.Name, "_total") || strings.HasSuffix(e.Name, "_bucket")) {
+			if !covered && e.Name != "" && isCounter(e.Name) {
 				found = e.Name
 			}
 			return

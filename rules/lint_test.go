@@ -2,6 +2,8 @@ package rules
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"log/slog"
 	"testing"
 
@@ -34,7 +36,39 @@ func TestRawCounter(t *testing.T) {
 	} {
 		e, err := promqlParser.ParseExpr(expr)
 		require.NoError(t, err, expr)
-		require.Equal(t, want, rawCounter(e), expr)
+		require.Equal(t, want, rawCounter(e, func(n string) bool { return counterNamed(n, nil) }), expr)
+	}
+}
+
+// TestRawCounterTyped: with the datasource's metadata, a series is a
+// counter by its type or its family's, whatever its name; by its name
+// where the metadata does not know it.
+func TestRawCounterTyped(t *testing.T) {
+	types := map[string]string{
+		"requests_served":        "counter",   // a counter named against convention
+		"pool_connections_total": "gauge",     // a gauge that ends in _total
+		"om_requests":            "counter",   // OpenMetrics: the family without _total
+		"latency_seconds":        "histogram", // its _bucket, _count and _sum
+		"rpc_seconds":            "summary",   // its _count and _sum, not its quantiles
+		"queue_length":           "gauge",
+	}
+	typeOf := func(n string) string { return types[n] }
+	for expr, want := range map[string]string{
+		`sum(requests_served)`:                        "requests_served",
+		`sum(rate(requests_served[1m]))`:              "",
+		`pool_connections_total`:                      "",
+		`om_requests_total`:                           "om_requests_total",
+		`sum by (le) (latency_seconds_bucket)`:        "latency_seconds_bucket",
+		`latency_seconds_sum / latency_seconds_count`: "latency_seconds_sum",
+		`rpc_seconds_count`:                           "rpc_seconds_count",
+		`rpc_seconds{quantile="0.99"}`:                "",
+		`queue_length`:                                "",
+		`unknown_total`:                               "unknown_total", // by its name
+		`unknown_gauge`:                               "",
+	} {
+		e, err := promqlParser.ParseExpr(expr)
+		require.NoError(t, err, expr)
+		require.Equal(t, want, rawCounter(e, func(n string) bool { return counterNamed(n, typeOf) }), expr)
 	}
 }
 
@@ -123,4 +157,61 @@ func TestLintLoggedOnLoad(t *testing.T) {
 	require.Contains(t, log.String(), `level=WARN msg="rule most likely wrong"`)
 	require.Contains(t, log.String(), `rule 1 \"Requests\": expr: http_requests_total is a counter`)
 	require.Len(t, m.Groups(), 1)
+}
+
+// typedSource is a fakeSource that knows its metrics' types, or fails
+// to tell them.
+type typedSource struct {
+	fakeSource
+	types map[string]string
+	err   error
+}
+
+func (s *typedSource) MetricTypes(context.Context) (map[string]string, error) { return s.types, s.err }
+
+// TestLintTypedOnLoad: where the datasource knows the metrics' types,
+// the agent's warnings tell counters by them (a counter named against
+// convention is warned of, a gauge that ends in _total is not); where
+// it fails to answer, by their names, and it says so.
+func TestLintTypedOnLoad(t *testing.T) {
+	const rulesFile = `groups:
+  - name: g
+    rules:
+      - anomaly: Served
+        expr: sum(requests_served)
+        detector: {type: auto}
+      - anomaly: Pool
+        expr: pool_connections_total
+        detector: {type: auto}
+`
+	for _, tc := range []struct {
+		name       string
+		src        *typedSource
+		warned     []string
+		notWarned  []string
+		typesKnown bool
+	}{
+		{"types", &typedSource{types: map[string]string{"requests_served": "counter", "pool_connections_total": "gauge"}},
+			[]string{`rule 1 \"Served\": expr: requests_served is a counter`}, []string{"pool_connections_total is a counter"}, true},
+		{"no answer", &typedSource{err: errors.New("metadata: 503")},
+			[]string{`rule 2 \"Pool\": expr: pool_connections_total is a counter`}, []string{"requests_served is a counter"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log bytes.Buffer
+			m, err := NewManager(Options{Source: tc.src, Lookup: detect.Lookup, Kinds: detect.Kinds, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			require.NoError(t, err)
+			require.NoError(t, m.ApplyConfig(testConfig(writeRules(t, t.TempDir(), "r.yml", rulesFile))))
+			require.NoError(t, m.Close()) // waits for the lint
+			for _, w := range tc.warned {
+				require.Contains(t, log.String(), w)
+			}
+			for _, w := range tc.notWarned {
+				require.NotContains(t, log.String(), w)
+			}
+			if !tc.typesKnown {
+				require.Contains(t, log.String(), `msg="metric types unknown, counters told by their names"`)
+				require.Contains(t, log.String(), "metadata: 503")
+			}
+		})
+	}
 }

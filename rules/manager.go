@@ -76,6 +76,12 @@ type Manager struct {
 	db     *stateDB
 	mets   *managerMetrics
 
+	// linting counts the lints waiting for metric types (see lint);
+	// Close cancels their wait with lintCancel.
+	linting    sync.WaitGroup
+	lintCtx    context.Context
+	lintCancel context.CancelFunc
+
 	mu      sync.Mutex
 	cfg     Config
 	sources map[string]datasource.Source // named datasources in force
@@ -135,6 +141,7 @@ func NewManager(opts Options) (*Manager, error) {
 
 		watchReady: make(chan struct{}),
 	}
+	m.lintCtx, m.lintCancel = context.WithCancel(context.Background())
 	if opts.ExternalURL != "" {
 		u, err := url.Parse(opts.ExternalURL)
 		if err != nil {
@@ -195,13 +202,61 @@ func (m *Manager) PrepareSources(cfg Config, sources map[string]datasource.Sourc
 		m.logger.Error("rules not reloaded, keeping the running ones", "err", err)
 		return nil, err
 	}
-	warnings := Lint(groups)
 	return func() {
-		for _, w := range warnings {
-			m.logger.Warn("rule most likely wrong", "warning", w.Error())
-		}
 		m.swap(cfg, groups, sources)
+		m.lint(cfg, groups)
 	}, nil
+}
+
+// lintTimeout bounds how long lint waits for the datasources' metric
+// types before it tells counters by their names.
+const lintTimeout = 10 * time.Second
+
+// lint logs what LintTyped finds in the groups just swapped in. Where a
+// group's datasource knows its metrics' types (datasource.Typer: a
+// Prometheus' metadata, the types the local store's scrapes found),
+// counters are told by them; they are fetched in the background, for at
+// most lintTimeout, so that a slow datasource holds up no reload, and
+// the warnings are logged when they come. A datasource that fails to
+// answer, or does not know a metric, leaves it to its name. The rules run
+// meanwhile whatever the warnings say. A replay goes by names: it asks
+// its datasource for the evaluations it replays and nothing else.
+func (m *Manager) lint(cfg Config, groups []*Group) {
+	typers := map[string]datasource.Typer{} // by the groups' datasource field
+	m.mu.Lock()
+	for _, g := range groups {
+		if t, ok := m.sourceFor(cfg, g).(datasource.Typer); ok && !m.anySource {
+			typers[g.Source] = t
+		}
+	}
+	m.mu.Unlock()
+	if len(typers) == 0 {
+		m.logWarnings(Lint(groups))
+		return
+	}
+	m.linting.Add(1)
+	go func() {
+		defer m.linting.Done()
+		ctx, cancel := context.WithTimeout(m.lintCtx, lintTimeout)
+		defer cancel()
+		known := make(map[string]map[string]string, len(typers))
+		for key, t := range typers {
+			types, err := t.MetricTypes(ctx)
+			if err != nil {
+				m.logger.Info("metric types unknown, counters told by their names", "datasource", cmp.Or(key, cfg.Datasource, "default"), "err", err)
+				continue
+			}
+			known[key] = types
+		}
+		m.logWarnings(LintTyped(groups, func(source, metric string) string { return known[source][metric] }))
+	}()
+}
+
+// logWarnings logs Lint's warnings.
+func (m *Manager) logWarnings(warnings Errors) {
+	for _, w := range warnings {
+		m.logger.Warn("rule most likely wrong", "warning", w.Error())
+	}
 }
 
 // load reads the configured files and the built-in pack.
@@ -486,6 +541,8 @@ func (m *Manager) Run(ctx context.Context) error {
 
 // Close releases the state database. It is idempotent.
 func (m *Manager) Close() error {
+	m.lintCancel() // a metadata fetch under way holds up no shutdown
+	m.linting.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

@@ -26,6 +26,10 @@ type pendingSample struct {
 	v float64
 }
 
+// SetType records a metric family's type at once (see Store.SetType):
+// types are no samples, and a rolled-back scrape's are as true.
+func (a *Appender) SetType(family []byte, typ string) { a.s.SetType(family, typ) }
+
 // Appender returns a new, empty appender.
 func (s *Store) Appender() *Appender { return &Appender{s: s} }
 

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -93,7 +94,47 @@ type Store struct {
 	// selectBufs recycles the memory Select copies into (see selectBuf).
 	selectBufs sync.Pool
 
+	// types holds each metric family's type as the expositions scraped
+	// into the store gave it (see SetType).
+	typesMu sync.RWMutex
+	types   map[string]string
+
 	m storeMetrics
+}
+
+// maxTypes bounds the metric families whose types the store keeps: a
+// target that sends endless # TYPE lines cannot grow it further.
+const maxTypes = 100_000
+
+// SetType records the type an exposition's # TYPE line gives a metric
+// family ("counter", "gauge", "histogram", ...), for MetricTypes: the
+// rules engine reads it to tell a counter from a gauge whatever their
+// names (rules.LintTyped). The latest scrape's word wins. Most calls
+// find the type already known and take only a read lock.
+func (s *Store) SetType(family []byte, typ string) {
+	s.typesMu.RLock()
+	old, ok := s.types[string(family)]
+	s.typesMu.RUnlock()
+	if ok && old == typ {
+		return
+	}
+	s.typesMu.Lock()
+	defer s.typesMu.Unlock()
+	if s.types == nil {
+		s.types = make(map[string]string)
+	}
+	if _, ok := s.types[string(family)]; !ok && len(s.types) >= maxTypes {
+		return
+	}
+	s.types[string(family)] = typ
+}
+
+// MetricTypes returns a copy of the metric families' types that
+// SetType recorded.
+func (s *Store) MetricTypes() map[string]string {
+	s.typesMu.RLock()
+	defer s.typesMu.RUnlock()
+	return maps.Clone(s.types)
 }
 
 type storeMetrics struct {

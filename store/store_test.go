@@ -511,3 +511,24 @@ func TestSelectBuffersReused(t *testing.T) {
 		require.NoError(t, q.Close())
 	}
 }
+
+// TestMetricTypes: the types SetType records are returned as a copy,
+// the latest word wins, and no more families than maxTypes are kept.
+func TestMetricTypes(t *testing.T) {
+	st, err := New(Options{Config: DefaultConfig()})
+	require.NoError(t, err)
+	require.Empty(t, st.MetricTypes())
+	st.SetType([]byte("http_requests_total"), "counter")
+	st.SetType([]byte("queue_length"), "untyped")
+	st.SetType([]byte("queue_length"), "gauge")
+	got := st.MetricTypes()
+	require.Equal(t, map[string]string{"http_requests_total": "counter", "queue_length": "gauge"}, got)
+	got["queue_length"] = "counter"
+	require.Equal(t, "gauge", st.MetricTypes()["queue_length"], "a copy")
+	for i := range maxTypes {
+		st.SetType([]byte(fmt.Sprintf("m%d", i)), "gauge")
+	}
+	require.Len(t, st.MetricTypes(), maxTypes)
+	st.SetType([]byte("queue_length"), "counter")
+	require.Equal(t, "counter", st.MetricTypes()["queue_length"], "a known family still changes")
+}

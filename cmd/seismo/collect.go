@@ -83,7 +83,7 @@ func wireCollect(a *agent, cfg *config.Config) (*collected, error) {
 	if err != nil {
 		return nil, fmt.Errorf("collectors: %w", err)
 	}
-	local, err := datasource.NewLocal(datasource.LocalOptions{Queryable: st, Logger: a.logger})
+	local, err := datasource.NewLocal(datasource.LocalOptions{Queryable: st, Logger: a.logger, Types: st.MetricTypes})
 	if err != nil {
 		return nil, err
 	}
