@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -273,6 +274,50 @@ func (a *API) LabelValuesHandler() http.Handler {
 			vals, _, err := q.LabelValues(ctx, name, nil, ms...)
 			return vals, err
 		})
+	})
+}
+
+// MetadataHandler serves /api/v1/metadata?metric=&limit=: each metric
+// family's type as the scrapes into the store found it, in Prometheus'
+// form ({"name": [{"type": "counter", "help": "", "unit": ""}]}), so
+// that Grafana, or another agent's rules (Remote.MetricTypes), can read
+// it. Help texts and units are not kept.
+func (a *API) MetadataHandler() http.Handler {
+	type entry struct {
+		Type string `json:"type"`
+		Help string `json:"help"`
+		Unit string `json:"unit"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !parseForm(w, r) {
+			return
+		}
+		limit := -1
+		if s := r.Form.Get("limit"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				writeError(w, http.StatusBadRequest, "bad_data", fmt.Errorf("invalid parameter \"limit\": %w", err))
+				return
+			}
+			limit = n
+		}
+		types, err := a.local.MetricTypes(r.Context())
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "internal", err)
+			return
+		}
+		names := slices.Sorted(maps.Keys(types))
+		if m := r.Form.Get("metric"); m != "" {
+			names = slices.DeleteFunc(names, func(n string) bool { return n != m })
+		}
+		if limit >= 0 && len(names) > limit {
+			names = names[:limit]
+		}
+		data := make(map[string][]entry, len(names))
+		for _, n := range names {
+			data[n] = []entry{{Type: types[n]}}
+		}
+		writeJSON(w, http.StatusOK, apiResponse{Status: "success", Data: data})
 	})
 }
 

@@ -314,3 +314,39 @@ func TestAPILimits(t *testing.T) {
 		require.Equal(t, 200, resp2.StatusCode, "the turn is free again")
 	})
 }
+
+// TestMetadataHandler: /api/v1/metadata gives the types the store's
+// scrapes found, in Prometheus' form, by metric and up to a limit, and
+// another agent's Remote reads them as Prometheus' own.
+func TestMetadataHandler(t *testing.T) {
+	st := fixtureStore(t)
+	st.SetType([]byte("http_requests_total"), "counter")
+	st.SetType([]byte("g"), "gauge")
+	st.SetType([]byte("lat"), "histogram")
+	l, err := NewLocal(LocalOptions{Queryable: st, Types: st.MetricTypes})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/api/v1/metadata", NewAPI(l, nil).MetadataHandler())
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for path, want := range map[string]string{
+		"/api/v1/metadata":                `{"status":"success","data":{"g":[{"type":"gauge","help":"","unit":""}],"http_requests_total":[{"type":"counter","help":"","unit":""}],"lat":[{"type":"histogram","help":"","unit":""}]}}`,
+		"/api/v1/metadata?metric=lat":     `{"status":"success","data":{"lat":[{"type":"histogram","help":"","unit":""}]}}`,
+		"/api/v1/metadata?limit=1":        `{"status":"success","data":{"g":[{"type":"gauge","help":"","unit":""}]}}`,
+		"/api/v1/metadata?metric=nothing": `{"status":"success","data":{}}`,
+		"/api/v1/metadata?limit=many":     `{"status":"error","errorType":"bad_data","error":"invalid parameter \"limit\": strconv.Atoi: parsing \"many\": invalid syntax"}`,
+	} {
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.JSONEq(t, want, string(b), path)
+	}
+	r, err := NewRemote(RemoteConfig{Name: "agent", URL: srv.URL})
+	require.NoError(t, err)
+	defer r.Close()
+	types, err := r.MetricTypes(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"http_requests_total": "counter", "g": "gauge", "lat": "histogram"}, types)
+}

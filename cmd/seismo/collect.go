@@ -115,7 +115,7 @@ func wireCollect(a *agent, cfg *config.Config) (*collected, error) {
 	// limits, so that a heavy query from a client cannot fail rule
 	// evaluation and rules are not held to the API's limits.
 	apiLocal, err := datasource.NewLocal(datasource.LocalOptions{
-		Queryable: st, Logger: a.logger,
+		Queryable: st, Logger: a.logger, Types: st.MetricTypes,
 		Timeout: cfg.HTTP.QueryTimeout, MaxSamples: cfg.HTTP.QueryMaxSamples,
 		MaxConcurrent: cfg.HTTP.QueryConcurrency(), CPUShare: cfg.HTTP.QueryCPUShare(),
 	})
@@ -129,6 +129,7 @@ func wireCollect(a *agent, cfg *config.Config) (*collected, error) {
 		a.web.Handle(m+" /api/v1/query_range", api.QueryRangeHandler())
 		a.web.Handle(m+" /api/v1/labels", api.LabelsHandler())
 		a.web.Handle(m+" /api/v1/series", api.SeriesHandler())
+		a.web.Handle(m+" /api/v1/metadata", api.MetadataHandler())
 	}
 	a.web.Handle("GET /api/v1/label/{name}/values", api.LabelValuesHandler())
 	a.ui.targets = sched.Targets
