@@ -8,6 +8,7 @@ import (
 
 	"github.com/alecthomas/kingpin/v2"
 
+	"github.com/seismo-agent/seismo/datasource"
 	"github.com/seismo-agent/seismo/internal/config"
 	"github.com/seismo-agent/seismo/internal/model"
 	"github.com/seismo-agent/seismo/rules"
@@ -17,14 +18,30 @@ func registerCheckRules(app *kingpin.Application, cli *cliEnv) {
 	cmd := cli.command(app, "check", checkHelp).
 		Command("rules", "Validate rule files; print every problem as file:line:col: group \"g\", rule N \"Name\": message and exit 1 if any.")
 	files := cmd.Arg("file", "Rule file(s) to check.").Required().Strings()
-	cmd.Action(cli.action(func(context.Context) error {
-		return checkRules(cli, *files)
+	typesURL := cmd.Flag("datasource-url", "Prometheus-compatible API whose /api/v1/metadata tells counters from gauges for the warnings (default: by their names).").PlaceHolder("URL").String()
+	cmd.Action(cli.action(func(ctx context.Context) error {
+		return checkRules(ctx, cli, *files, *typesURL)
 	}))
 }
 
 // checkRules parses each file on its own so that one broken file does not
-// hide the result of the others.
-func checkRules(cli *cliEnv, files []string) error {
+// hide the result of the others. With typesURL, the warnings tell
+// counters by that API's metric metadata (rules.LintTyped); a metadata
+// call that fails is an error, as the user asked for it.
+func checkRules(ctx context.Context, cli *cliEnv, files []string, typesURL string) error {
+	var types rules.Types
+	if typesURL != "" {
+		r, err := datasource.NewRemote(datasource.RemoteConfig{Name: "check", URL: typesURL})
+		if err != nil {
+			return err
+		}
+		known, err := r.MetricTypes(ctx)
+		_ = r.Close()
+		if err != nil {
+			return fmt.Errorf("metric types from %s: %w", typesURL, err)
+		}
+		types = func(_, metric string) string { return known[metric] }
+	}
 	failed := 0
 	for _, f := range files {
 		fmt.Fprintf(cli.stdout, "Checking %s\n", f)
@@ -45,7 +62,7 @@ func checkRules(cli *cliEnv, files []string) error {
 			n += len(g.Rules)
 		}
 		fmt.Fprintf(cli.stdout, "  SUCCESS: %d rules found\n", n)
-		for _, w := range rules.Lint(groups) {
+		for _, w := range rules.LintTyped(groups, types) {
 			fmt.Fprintf(cli.stdout, "  WARNING: %v\n", w)
 		}
 	}

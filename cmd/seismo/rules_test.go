@@ -106,3 +106,35 @@ func TestReplayRemote(t *testing.T) {
 	code, _, _ = cli(t, "replay", "--remote-url", srv.URL)
 	require.Equal(t, 2, code, "--remote-url needs --start and --end")
 }
+
+// TestCheckRulesTyped: with --datasource-url the check's counter warning
+// goes by the API's metric metadata: a metric it calls a gauge is no
+// counter whatever its name; a metadata call that fails is an error that
+// names the URL.
+func TestCheckRulesTyped(t *testing.T) {
+	typ := "gauge"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/metadata" || typ == "" {
+			http.Error(w, `{"status":"error","errorType":"internal","error":"down"}`, http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"status":"success","data":{"http_requests_total":[{"type":%q,"help":"","unit":""}]}}`, typ)
+	}))
+	defer srv.Close()
+	file := "../../rules/testdata/counter.warn.yml"
+	code, out, errOut := cli(t, "check", "rules", "--datasource-url", srv.URL, file)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "SUCCESS: 1 rules found")
+	require.NotContains(t, out, "WARNING", "a gauge by the metadata")
+
+	typ = "counter"
+	code, out, errOut = cli(t, "check", "rules", "--datasource-url", srv.URL, file)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "http_requests_total is a counter")
+
+	typ = ""
+	code, _, errOut = cli(t, "check", "rules", "--datasource-url", srv.URL, file)
+	require.NotEqual(t, 0, code)
+	require.Contains(t, errOut, "metric types from "+srv.URL)
+}
