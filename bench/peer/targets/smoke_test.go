@@ -69,7 +69,19 @@ func TestBenchPeerSmoke(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("run.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		// The logs live under the test's temporary directory, which is
+		// gone once the test ends: show their ends here.
+		var logs strings.Builder
+		paths, _ := filepath.Glob(filepath.Join(dir, "out", "*", "*.log"))
+		more, _ := filepath.Glob(filepath.Join(dir, "out", "*.log"))
+		for _, p := range append(paths, more...) {
+			b, _ := os.ReadFile(p)
+			if len(b) > 4000 {
+				b = b[len(b)-4000:]
+			}
+			fmt.Fprintf(&logs, "--- %s (end):\n%s\n", p, b)
+		}
+		t.Fatalf("run.sh: %v\nstdout:\n%s\nstderr:\n%s\n%s", err, stdout.String(), stderr.String(), logs.String())
 	}
 	out := stdout.String()
 	for _, want := range []string{"CPU-s/min", "RSS MB", "CPU seismo/"} {
