@@ -5,7 +5,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -159,15 +163,40 @@ func TestLintLoggedOnLoad(t *testing.T) {
 	require.Len(t, m.Groups(), 1)
 }
 
+// lockedBuffer is a log the lint's goroutine writes while the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // typedSource is a fakeSource that knows its metrics' types, or fails
-// to tell them.
+// to tell them; the first calls, empty, answer none (a store before its
+// first scrape).
 type typedSource struct {
 	fakeSource
 	types map[string]string
 	err   error
+	empty atomic.Int32
 }
 
-func (s *typedSource) MetricTypes(context.Context) (map[string]string, error) { return s.types, s.err }
+func (s *typedSource) MetricTypes(context.Context) (map[string]string, error) {
+	if s.empty.Add(-1) >= 0 {
+		return map[string]string{}, nil
+	}
+	return s.types, s.err
+}
 
 // TestLintTypedOnLoad: where the datasource knows the metrics' types,
 // the agent's warnings tell counters by them (a counter named against
@@ -195,12 +224,18 @@ func TestLintTypedOnLoad(t *testing.T) {
 			[]string{`rule 1 \"Served\": expr: requests_served is a counter`}, []string{"pool_connections_total is a counter"}, true},
 		{"no answer", &typedSource{err: errors.New("metadata: 503")},
 			[]string{`rule 2 \"Pool\": expr: pool_connections_total is a counter`}, []string{"requests_served is a counter"}, false},
+		{"types after the first scrape", &typedSource{types: map[string]string{"requests_served": "counter", "pool_connections_total": "gauge"}},
+			[]string{`rule 1 \"Served\": expr: requests_served is a counter`}, []string{"pool_connections_total is a counter"}, true},
 	} {
+		if tc.name == "types after the first scrape" {
+			tc.src.empty.Store(1)
+		}
 		t.Run(tc.name, func(t *testing.T) {
-			var log bytes.Buffer
+			var log lockedBuffer
 			m, err := NewManager(Options{Source: tc.src, Lookup: detect.Lookup, Kinds: detect.Kinds, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			require.NoError(t, err)
 			require.NoError(t, m.ApplyConfig(testConfig(writeRules(t, t.TempDir(), "r.yml", rulesFile))))
+			require.Eventually(t, func() bool { return strings.Contains(log.String(), "most likely wrong") }, 5*time.Second, 10*time.Millisecond)
 			require.NoError(t, m.Close()) // waits for the lint
 			for _, w := range tc.warned {
 				require.Contains(t, log.String(), w)

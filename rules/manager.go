@@ -219,8 +219,9 @@ const lintTimeout = 10 * time.Second
 // most lintTimeout, so that a slow datasource holds up no reload, and
 // the warnings are logged when they come. A datasource that fails to
 // answer, or does not know a metric, leaves it to its name. The rules run
-// meanwhile whatever the warnings say. A replay goes by names: it asks
-// its datasource for the evaluations it replays and nothing else.
+// meanwhile whatever the warnings say. A source that knows no types yet
+// is asked again (see typesOf). A replay goes by names: it asks its
+// datasource for the evaluations it replays and nothing else.
 func (m *Manager) lint(cfg Config, groups []*Group) {
 	typers := map[string]datasource.Typer{} // by the groups' datasource field
 	m.mu.Lock()
@@ -241,7 +242,7 @@ func (m *Manager) lint(cfg Config, groups []*Group) {
 		defer cancel()
 		known := make(map[string]map[string]string, len(typers))
 		for key, t := range typers {
-			types, err := t.MetricTypes(ctx)
+			types, err := typesOf(ctx, t)
 			if err != nil {
 				m.logger.Info("metric types unknown, counters told by their names", "datasource", cmp.Or(key, cfg.Datasource, "default"), "err", err)
 				continue
@@ -250,6 +251,26 @@ func (m *Manager) lint(cfg Config, groups []*Group) {
 		}
 		m.logWarnings(LintTyped(groups, func(source, metric string) string { return known[source][metric] }))
 	}()
+}
+
+// typesOf asks t for its metric types until it knows some or ctx ends,
+// once a second: the local store knows none before its first scrape,
+// which at start-up is under way as the rules load. A source that keeps
+// no metadata answers an empty map to the end.
+func typesOf(ctx context.Context, t datasource.Typer) (map[string]string, error) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		types, err := t.MetricTypes(ctx)
+		if err != nil || len(types) > 0 {
+			return types, err
+		}
+		select {
+		case <-ctx.Done():
+			return types, nil
+		case <-tick.C:
+		}
+	}
 }
 
 // logWarnings logs Lint's warnings.
