@@ -542,11 +542,15 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// level, worked out once for all that use it, and at the short
 	// baseline, the trend and the profile for theirs.
 	reach := a.floorReach(loc)
-	// The reading's resolution (see resolution): on a lattice of counts
-	// only where the series is a gauge, whose unit is what it shows of a
-	// level; counts keep their counting noise.
+	// Whole numbers are counts (see lattice.go), unless they vary far
+	// less than counts at their level do, or repeat their value as
+	// counts cannot (see gauge). The reading's resolution (see
+	// resolution) is taken on a lattice of decimals, and on one of
+	// counts only where the series is a gauge, whose unit is what it
+	// shows of a level; counts keep their counting noise.
+	asCounts := !a.fraction && !a.gauge(loc)
 	res := a.res
-	if res > 0 && !a.fraction && !a.gauge(loc) {
+	if asCounts {
 		res = 0
 	}
 	floor := rangeFloor(loc, reach, a.least, res)
@@ -569,12 +573,6 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	}
 	if a.mem.on { // the normal at the latest alert, while the series lingers away from it (see linger)
 		a.lingerStep(ts, x, floor, day, slot)
-	}
-	// Whole numbers are counts (see lattice.go), unless they vary far
-	// less than counts at their level do (see gauge).
-	asCounts := !a.fraction
-	if asCounts && a.gauge(loc) {
-		asCounts = false
 	}
 	surprise := 0.0
 	extreme := 0.0          // the new-extreme score; 0 if x is no new extreme
