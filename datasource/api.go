@@ -306,9 +306,11 @@ func (a *API) MetadataHandler() http.Handler {
 			writeError(w, http.StatusInternalServerError, "internal", err)
 			return
 		}
-		names := slices.Sorted(maps.Keys(types))
-		if m := r.Form.Get("metric"); m != "" {
-			names = slices.DeleteFunc(names, func(n string) bool { return n != m })
+		var names []string
+		if m := r.Form.Get("metric"); m == "" {
+			names = slices.Sorted(maps.Keys(types))
+		} else if _, ok := types[m]; ok {
+			names = []string{m}
 		}
 		if limit >= 0 && len(names) > limit {
 			names = names[:limit]

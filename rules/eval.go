@@ -948,11 +948,12 @@ func (rs *ruleState) stoppedWith(obsv []obs, stopped []cause) {
 
 // needsStill reports whether this evaluation may suppress a frozen alert
 // or name what stopped with one, so that gatherStill is worth its locks:
-// an observation says frozen, or has a new score on a series that has
+// an observation says frozen, or begins a run on a series that has
 // stopped moving, or an alert that says frozen is pending or firing
-// unsent and not held back for good. Most evaluations have neither, and gather nothing: with 20
-// rules of 50 firing alerts each, gathering at every evaluation took a
-// group's evaluation from about 5 to 9 ms. rs.mu is held.
+// unsent and not held back for good. Most evaluations have none of
+// these, and gather nothing: with 20 rules of 50 firing alerts each,
+// gathering at every evaluation took a group's evaluation from about 5
+// to 9 ms. rs.mu is held.
 func (rs *ruleState) needsStill(obsv []obs) bool {
 	for i := range obsv {
 		if obsv[i].cond.active && obsv[i].verdict.Evidence == detect.EvidenceFrozen {
