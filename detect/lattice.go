@@ -124,7 +124,11 @@ func (a *Auto) resolution() float64 {
 }
 
 // onLattice reports whether x lies on the lattice of 1/m (m =
-// a.perQuantum) within latticeTol of its points, in steps; the common
+// a.perQuantum) within latticeTol of its points, in steps, plus the
+// float rounding of x·m (floatSteps): the two errors add, and with the
+// larger of them alone a value written to four decimals whose error
+// was exactly its precision (518.0938 on a lattice of 1/160, 0.008
+// steps) fell off the lattice it had set (FuzzLattice). The common
 // case, checked on every sample until offLattice is set, is a
 // multiplication and a rounding. A value other than 0 that lies within
 // the tolerance of the lattice's 0 is no count of 0 but a value too
@@ -136,7 +140,7 @@ func (a *Auto) resolution() float64 {
 func (a *Auto) onLattice(x float64) bool {
 	y := x * a.perQuantum
 	r := math.Round(y)
-	return math.Abs(y-r) <= max(a.latticeTol, math.Abs(y)*floatSteps) && (r != 0 || x == 0)
+	return math.Abs(y-r) <= a.latticeTol+math.Abs(y)*floatSteps && (r != 0 || x == 0)
 }
 
 // refineLattice is called with a value x off the lattice of 1/m. It
