@@ -328,6 +328,9 @@ type Auto struct {
 	// values are no counts (off any lattice, or on one of decimals).
 	perQuantum, quantum, latticeTol float64
 	offLattice, fraction            bool
+	// Off every lattice, the step a gauge's changes agree on (see
+	// stepLattice).
+	chg stepLattice
 	// The level the highest and lowest values are measured from: a
 	// record must lie further from the level now than the highest
 	// (lowest) value lay from locHi (locLo), as well as beyond it, so
@@ -941,6 +944,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		a.dep.same += a.level.alpha * (1 - a.dep.same)
 	} else {
 		if a.frz.run > 0 {
+			if a.offLattice && a.chg.observe(x, a.prev) {
+				a.fitFloor() // the reading's resolution (see resolution)
+			}
 			a.frz.end(a.n, a.prev == 0)
 		}
 		if a.dep.same > 0x1p-20 {
@@ -2399,6 +2405,9 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.bool(a.offLattice)
 	w.f64(a.perQuantum)
 	w.f64(a.latticeTol)
+	w.f64(a.chg.q)
+	w.f64(a.chg.prec)
+	w.u64(a.chg.agree)
 	w.f64(a.runPeak)
 	w.i64(int64(a.runCalm))
 	w.f64(a.slope)
@@ -2500,6 +2509,13 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	}
 	a.offLattice = off
 	a.fraction = a.fraction || off
+	a.chg = stepLattice{}
+	if r.version >= 38 { // before, no steps were kept off a lattice
+		a.chg = stepLattice{q: r.f64(), prec: r.f64(), agree: r.u64()}
+		if !(finite(a.chg.q) && finite(a.chg.prec) && a.chg.q >= 0 && a.chg.prec >= 0) && r.err == nil {
+			r.err = errorf("step of %v to a precision of %v", a.chg.q, a.chg.prec)
+		}
+	}
 	a.setRunPeak(r.f64())
 	a.runCalm = int(r.i64())
 	a.slope = r.f64()
