@@ -97,6 +97,18 @@ func BenchmarkAutoFifteenSeconds(b *testing.B) {
 	}
 }
 
+// BenchmarkAutoHeld times auto's Observe on a measurement off any
+// lattice that holds each value for three samples (a gauge updated
+// less often than it is read): every third update is a change away from
+// a repeated value, which stepLattice looks at.
+func BenchmarkAutoHeld(b *testing.B) {
+	vs := make([]float64, len(benchValues))
+	for i := range vs {
+		vs[i] = benchValues[i/3]
+	}
+	benchObserve(b, newDetector(b, "auto"), vs)
+}
+
 // BenchmarkAutoCounts times auto's Observe on counts: the benchmark's
 // series rounded to whole numbers, and the same per second over a minute
 // (on the lattice of 1/60; see lattice.go). Counts take the count model's
