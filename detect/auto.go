@@ -338,6 +338,15 @@ type Auto struct {
 	// is whether that value was set within an episode (see Observe).
 	locHi, locLo float64
 	hiEp, loEp   bool
+	// Whether the highest (lowest) value is a regime's run's extreme
+	// (see regimeStep), or a record beyond one that did not count: set
+	// by a day or so of the new regime, a short history whose extremes
+	// noise soon beats, so a record beyond it must lie beyond noise's
+	// reach (see extreme) even within the normal band. A gauge at 100
+	// with noise 2 that fell to 30 for good paged 9 records in ten
+	// seeds' nine weeks after its regime with the band's shortcut, 4
+	// without (TestAutoRegimeKeepsItsNoise).
+	hiRun, loRun bool
 	// The bar a record far beyond it replaced, until the next sample
 	// shows whether it held (see glitch), or a drop to 0 replaced,
 	// until the series leaves 0.
@@ -1017,9 +1026,9 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		}
 		if far := glitchSpans * (a.hi - a.lo); counts && a.wild.side == 0 && (x-a.hi > far || a.lo-x > far || zero) {
 			if x > a.hi {
-				a.wild = bar{a.hi, a.locHi, a.hiEp, 1, false, 0}
+				a.wild = bar{a.hi, a.locHi, a.hiEp, 1, false, 0, a.hiRun}
 			} else {
-				a.wild = bar{a.lo, a.locLo, a.loEp, -1, zero, 0}
+				a.wild = bar{a.lo, a.locLo, a.loEp, -1, zero, 0, a.loRun}
 			}
 		}
 		if x > a.hi {
@@ -1031,6 +1040,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				a.locHi = min(loc, x-(a.hi-a.locHi))
 			}
 			a.hiEp = a.quiet > 0
+			a.hiRun = a.hiRun && extreme == 0 // still a short history's, unless it counted
 		}
 		if x < a.lo {
 			if !counts || a.loEp {
@@ -1041,6 +1051,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 				a.locLo = max(loc, x+(a.locLo-a.lo))
 			}
 			a.loEp = a.quiet > 0
+			a.loRun = a.loRun && extreme == 0 // still a short history's, unless it counted
 		}
 		a.lo, a.hi = min(a.lo, x), max(a.hi, x)
 		a.fitFloor()
@@ -1375,7 +1386,8 @@ func (a *Auto) extreme(ts int64, x, loc, floor, scale, levelZ float64, day *EWMA
 	tol := c.ExtremeTolerance * (a.hi - a.lo)
 	if c.ExtremeTolerance >= 0 && a.recordsCount(ts) && (x > a.hi+tol+max(0, loc-a.locHi) || x < a.lo-tol-max(0, a.locLo-loc)) {
 		z, noiseZ := a.recordZ(ts, x, loc, floor, scale, levelZ, day)
-		if z < extremeMinZ || z >= recordBand && noiseZ < noiseReach(a.n) {
+		run := x > a.hi && a.hiRun || x < a.lo && a.loRun
+		if z < extremeMinZ || (z >= recordBand || run) && noiseZ < noiseReach(a.n) {
 			return 0
 		}
 		// Graded by how far the record is beaten, in robust standard
@@ -1399,6 +1411,7 @@ type bar struct {
 	side   int8
 	zero   bool
 	held   uint64
+	run    bool // a regime's run's extreme (see Auto.hiRun)
 }
 
 // glitch decides, on the sample x after a record that lay more than
@@ -1434,9 +1447,9 @@ func (a *Auto) glitch(x float64) {
 	b := &a.wild
 	switch {
 	case b.side > 0 && x < b.v:
-		a.hi, a.locHi, a.hiEp = b.v, b.loc, b.ep
+		a.hi, a.locHi, a.hiEp, a.hiRun = b.v, b.loc, b.ep, b.run
 	case b.side < 0 && x > b.v:
-		a.lo, a.locLo, a.loEp = b.v, b.loc, b.ep
+		a.lo, a.locLo, a.loEp, a.loRun = b.v, b.loc, b.ep, b.run
 	}
 	*b = bar{}
 	a.fitFloor()
@@ -2379,11 +2392,11 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	w.f64(a.hi)
 	w.f64(a.locLo)
 	w.f64(a.locHi)
-	w.bool(a.loEp)
-	w.bool(a.hiEp)
+	w.u8(barFlags(a.loEp, a.loRun))
+	w.u8(barFlags(a.hiEp, a.hiRun))
 	w.f64(a.wild.v)
 	w.f64(a.wild.loc)
-	w.bool(a.wild.ep)
+	w.u8(barFlags(a.wild.ep, a.wild.run))
 	w.i64(int64(a.wild.side))
 	w.bool(a.wild.zero)
 	w.u64(a.wild.held)
@@ -2472,11 +2485,11 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.hi = r.f64()
 	a.locLo = r.f64()
 	a.locHi = r.f64()
-	a.loEp = r.bool()
-	a.hiEp = r.bool()
+	a.loEp, a.loRun = r.barFlags()
+	a.hiEp, a.hiRun = r.barFlags()
 	a.wild.v = r.f64()
 	a.wild.loc = r.f64()
-	a.wild.ep = r.bool()
+	a.wild.ep, a.wild.run = r.barFlags()
 	if side := r.i64(); side >= -1 && side <= 1 {
 		a.wild.side = int8(side)
 	} else if r.err == nil {
@@ -2583,4 +2596,27 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.mem.lingering = a.mem.on && a.mem.lingers() // over the window fitInterval fitted
 	a.last.Lingering = a.mem.lingering
 	return r.finish()
+}
+
+// barFlags is the byte a snapshot keeps for how a record's bar was set:
+// within an episode (1), from a regime's run (2). Formats before 39 wrote
+// the first alone, as a bool.
+func barFlags(ep, run bool) uint8 {
+	var f uint8
+	if ep {
+		f |= 1
+	}
+	if run {
+		f |= 2
+	}
+	return f
+}
+
+// barFlags reads what barFlags wrote.
+func (d *decoder) barFlags() (ep, run bool) {
+	f := d.u8()
+	if f > 3 && d.err == nil {
+		d.err = errorf("record's bar flags %#x", f)
+	}
+	return f&1 != 0, f&2 != 0
 }

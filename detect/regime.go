@@ -57,7 +57,9 @@ import "math"
 // a series at 40 that falls to about 0.5 and bursts to 12 every two
 // hours moved its highest value to 0.6, and each burst after the regime
 // was a record again (NAB's grok_asg_anomaly; docs/detectors.md, "A new
-// regime keeps its noise and its extremes").
+// regime keeps its noise and its extremes). A day is a short history,
+// though, whose extremes noise soon beats: a record beyond such a bar
+// must lie beyond noise's reach (Auto.hiRun, see extreme).
 //
 // No regime replaces one that had held for less than two days (records
 // count from the second): a series whose first day was a Sunday would
@@ -228,10 +230,10 @@ func (a *Auto) regimeStep(ts int64, x, now, floor, scale float64, day *EWMA, slo
 	a.apply(r.before, k, d, ks)
 	// The bars: the moved ones, or the run's extremes beyond them.
 	if r.hi > a.hi {
-		a.hi, a.locHi, a.hiEp = r.hi, a.level.loc, false
+		a.hi, a.locHi, a.hiEp, a.hiRun = r.hi, a.level.loc, false, true
 	}
 	if r.lo < a.lo {
-		a.lo, a.locLo, a.loEp = r.lo, a.level.loc, false
+		a.lo, a.locLo, a.loEp, a.loRun = r.lo, a.level.loc, false, true
 	}
 	a.fitFloor()
 	r.side, r.n = 0, 0
@@ -269,6 +271,7 @@ func (a *Auto) apply(e *estimates, k, d, ks float64) {
 	a.lo, a.hi = k*e.lo+d, k*e.hi+d
 	a.locLo, a.locHi = k*e.locLo+d, k*e.locHi+d
 	a.loEp, a.hiEp = e.loEp, e.hiEp
+	a.loRun, a.hiRun = false, false
 	for i, s := range e.day {
 		b := &a.day.buckets[i]
 		b.mean, b.vr = k*s.mean+d, s.vr*k2
