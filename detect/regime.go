@@ -48,16 +48,17 @@ import "math"
 // learnt the run's day, to what it was before (and no more than 1). A
 // memory share that a restart takes from 46 % to 0.5 % of its range
 // (as a series normalised by its range shows it) falls by a ratio of
-// 0.01, but its noise stays as it was; with every spread times the
-// ratio, its ordinary noise paged for days (the families' server_minute
-// so normalised 76.7 / 74.3 against 81.7 / 79.4 as drawn; now 80.5 /
-// 78.4). A count that falls tenfold shows its noise falling about
+// about 0.14 over the run's day, as it creeps up again, but its noise
+// stays as it was; with every spread times the ratio, its ordinary
+// noise paged for days (the families' server_minute so normalised 76.7
+// / 74.3 against 81.7 / 79.4 as drawn; now 80.5 / 78.4). A count that
+// falls tenfold shows its noise falling about
 // threefold, and gets that. A rise keeps the ratio: larger spreads cost
 // no false alarm. And the run's extremes are values of the new regime:
 // a series at 40 that falls to about 0.5 and bursts to 12 every two
 // hours moved its highest value to 0.6, and each burst after the regime
 // was a record again (NAB's grok_asg_anomaly; docs/detectors.md, "A new
-// regime keeps its noise and its extremes). A day is a short history,
+// regime keeps its noise and its extremes"). A day is a short history,
 // though, whose extremes noise soon beats: a record beyond such a bar
 // must lie beyond noise's reach (Auto.hiRun, see extreme).
 //
