@@ -36,6 +36,38 @@ func lastingChange(seed uint64, factor float64) (xs []float64, incidents []int, 
 	return xs, incidents, change
 }
 
+// pagedAfter runs a fresh detector of config cfg over xs, 5-minute
+// samples, and reports how many of the incidents (24 samples from each
+// start) it alerted in and how many alerts came outside them, from a
+// day after the change at row change on (the change's own are not
+// counted).
+func pagedAfter(cfg AutoConfig, xs []float64, incidents []int, change int) (caught, pages int) {
+	const step, perDay = 300_000, 288
+	d := NewAuto(cfg)
+	hit := make([]bool, len(incidents))
+	for i, x := range xs {
+		v := d.Observe(int64(i)*step, x)
+		if v.Score < cfg.Threshold || d.quiet != cfg.Quiet || i < change+perDay {
+			continue // no alert, or the change's own
+		}
+		in := false
+		for k, at := range incidents {
+			if i >= at && i < at+24 {
+				hit[k], in = true, true
+			}
+		}
+		if !in {
+			pages++
+		}
+	}
+	for _, h := range hit {
+		if h {
+			caught++
+		}
+	}
+	return caught, pages
+}
+
 // TestAutoLastingChange: a series that doubles or halves for good pages
 // its later incidents as the same series without the change does (ten
 // seeds: 57 of 60 incidents and no page outside them as it is; 56 and
@@ -43,33 +75,12 @@ func lastingChange(seed uint64, factor float64) (xs []float64, incidents []int, 
 // as spread for days: doubled, 30 of 60 and 3 pages outside them;
 // halved, 15 and 5.
 func TestAutoLastingChange(t *testing.T) {
-	const step, perDay = 300_000, 288
 	cfg := DefaultAutoConfig()
 	run := func(factor float64) (caught, pages int) {
 		for seed := range uint64(10) {
 			xs, incidents, change := lastingChange(seed, factor)
-			d := NewAuto(cfg)
-			hit := make([]bool, len(incidents))
-			for i, x := range xs {
-				v := d.Observe(int64(i)*step, x)
-				if v.Score < cfg.Threshold || d.quiet != cfg.Quiet || i < change+perDay {
-					continue // no alert, or the change's own
-				}
-				in := false
-				for k, at := range incidents {
-					if i >= at && i < at+24 {
-						hit[k], in = true, true
-					}
-				}
-				if !in {
-					pages++
-				}
-			}
-			for _, h := range hit {
-				if h {
-					caught++
-				}
-			}
+			c, p := pagedAfter(cfg, xs, incidents, change)
+			caught, pages = caught+c, pages+p
 		}
 		return caught, pages
 	}
@@ -95,7 +106,7 @@ func TestAutoLastingChange(t *testing.T) {
 // the 60 incidents went unseen; now 4 and none; without the fall, 1
 // and none.
 func TestAutoRegimeKeepsItsNoise(t *testing.T) {
-	const step, perDay = 300_000, 288
+	const perDay = 288
 	cfg := DefaultAutoConfig()
 	run := func(fall float64) (caught, pages int) {
 		for seed := range uint64(10) {
@@ -118,28 +129,8 @@ func TestAutoRegimeKeepsItsNoise(t *testing.T) {
 				}
 				xs[i] = x
 			}
-			d := NewAuto(cfg)
-			hit := make([]bool, len(incidents))
-			for i, x := range xs {
-				v := d.Observe(int64(i)*step, x)
-				if v.Score < cfg.Threshold || d.quiet != cfg.Quiet || i < change+perDay {
-					continue // no alert, or the fall's own
-				}
-				in := false
-				for k, at := range incidents {
-					if i >= at && i < at+24 {
-						hit[k], in = true, true
-					}
-				}
-				if !in {
-					pages++
-				}
-			}
-			for _, h := range hit {
-				if h {
-					caught++
-				}
-			}
+			c, p := pagedAfter(cfg, xs, incidents, change)
+			caught, pages = caught+c, pages+p
 		}
 		return caught, pages
 	}
