@@ -70,28 +70,39 @@ func pagedAfter(cfg AutoConfig, xs []float64, incidents []int, change int) (caug
 
 // TestAutoLastingChange: a series that doubles or halves for good pages
 // its later incidents as the same series without the change does (ten
-// seeds: 57 of 60 incidents and no page outside them as it is; 56 and
-// none doubled or halved). Before regimes the estimates kept the change
-// as spread for days: doubled, 30 of 60 and 3 pages outside them;
-// halved, 15 and 5.
+// seeds: 57 of 60 incidents and no page outside them as it is; 56 or 55
+// and none doubled or halved; 57 and none with a constant of 10,000
+// added, where the ratio of the levels gave 41 and 14 doubled). Before
+// regimes the estimates kept the change as spread for days: doubled, 30
+// of 60 and 3 pages outside them; halved, 15 and 5.
 func TestAutoLastingChange(t *testing.T) {
 	cfg := DefaultAutoConfig()
-	run := func(factor float64) (caught, pages int) {
+	run := func(factor, offset float64) (caught, pages int) {
 		for seed := range uint64(10) {
 			xs, incidents, change := lastingChange(seed, factor)
+			for i := range xs {
+				xs[i] += offset
+			}
 			c, p := pagedAfter(cfg, xs, incidents, change)
 			caught, pages = caught+c, pages+p
 		}
 		return caught, pages
 	}
-	caught, pages := run(1)
+	caught, pages := run(1, 0)
 	t.Logf("as it is: %d of 60 incidents paged, %d pages outside them", caught, pages)
 	require.GreaterOrEqual(t, caught, 54, "incidents paged as it is")
-	for _, factor := range []float64{2, 0.5} {
-		c, p := run(factor)
-		t.Logf("times %g from day 5: %d of 60 incidents paged, %d pages outside them", factor, c, p)
-		require.GreaterOrEqual(t, c, caught-3, "incidents paged, times %g", factor)
-		require.LessOrEqual(t, p, pages+2, "pages outside the incidents, times %g", factor)
+	// And with a constant of 10,000 added (a gauge with an offset, as
+	// bytes or kelvins have): the cycle doubles or halves, the constant
+	// does not, so the ratio of the levels (1.01 or 0.995) says nothing
+	// of the move; the line through what the run did against what the
+	// estimates expected does (see regime.fit).
+	for _, offset := range []float64{0, 10_000} {
+		for _, factor := range []float64{2, 0.5} {
+			c, p := run(factor, offset)
+			t.Logf("times %g from day 5, %g added: %d of 60 incidents paged, %d pages outside them", factor, offset, c, p)
+			require.GreaterOrEqual(t, c, caught-3, "incidents paged, times %g, %g added", factor, offset)
+			require.LessOrEqual(t, p, pages+2, "pages outside the incidents, times %g, %g added", factor, offset)
+		}
 	}
 }
 
