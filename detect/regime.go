@@ -100,7 +100,11 @@ type regime struct {
 	// The run's samples against what the estimates expected of each,
 	// as a least-squares line x = a·exp + b would need them, kept as
 	// Welford's running means, and sums of squared deviations and of
-	// their products (see fit).
+	// their products (see fit). The means are kept rather than worked
+	// out from sum and exp: so worked out, the verdicts on the golden
+	// series without time-of-day slices changed, most likely because
+	// the mean of one expected value repeated, taken from its sum,
+	// carries rounding that reads as variation.
 	mx, me, vx, ve, cxe float64
 	from                int64 // the time of the run's first sample
 	// The estimates before the run's first sample: allocated at the
@@ -298,7 +302,9 @@ func (e *estimates) save(a *Auto) {
 }
 
 // apply sets a's estimates to e's, every value v moved to k·v + d (and
-// every difference of values times k) and every spread times ks.
+// every difference of values times k) and every spread times ks. The
+// records' bars it moves set the floor: regimeStep works it out again
+// once it has set them.
 func (a *Auto) apply(e *estimates, k, d, ks float64) {
 	k2 := ks * ks
 	a.level = e.level
@@ -321,7 +327,6 @@ func (a *Auto) apply(e *estimates, k, d, ks float64) {
 		a.offset[i] = offset{o.mean * k, o.vr * k2}
 	}
 	a.wild = bar{}
-	a.fitFloor()
 }
 
 func (r *regime) encode(w *encoder) {
