@@ -31,7 +31,7 @@ var goldenChecksums = map[string]uint64{
 	"blocks/ewma_robust_likelihood": 0x7611ffb929651c7a,
 	"blocks/seasonal":               0xc1bb10dddc69ae6f,
 	"blocks/tails":                  0xa5aeaa562c0ab43b,
-	"kind/auto":                     0x149cf0f79e31b350,
+	"kind/auto":                     0xf8247cae922c6a2e,
 	"kind/auto/snapshot":            0xe79eadc2c54db7df,
 	"kind/cusum":                    0x4881f77effed4c25,
 	"kind/cusum/snapshot":           0x74e7b92650d316ac,
