@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seismo-agent/seismo/detect"
+	"github.com/seismo-agent/seismo/internal/testlog"
 )
 
 // TestRawCounter: a counter's value judged as it is is found; the same
@@ -163,24 +163,6 @@ func TestLintLoggedOnLoad(t *testing.T) {
 	require.Len(t, m.Groups(), 1)
 }
 
-// lockedBuffer is a log the lint's goroutine writes while the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // typedSource is a fakeSource that knows its metrics' types, or fails
 // to tell them; the first calls, empty, answer none (a store before its
 // first scrape).
@@ -231,7 +213,7 @@ func TestLintTypedOnLoad(t *testing.T) {
 			tc.src.empty.Store(1)
 		}
 		t.Run(tc.name, func(t *testing.T) {
-			var log lockedBuffer
+			var log testlog.Buffer
 			m, err := NewManager(Options{Source: tc.src, Lookup: detect.Lookup, Kinds: detect.Kinds, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 			require.NoError(t, err)
 			require.NoError(t, m.ApplyConfig(testConfig(writeRules(t, t.TempDir(), "r.yml", rulesFile))))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/seismo-agent/seismo/internal/config"
 	"github.com/seismo-agent/seismo/internal/testbin"
+	"github.com/seismo-agent/seismo/internal/testlog"
 )
 
 func TestMain(m *testing.M) {
@@ -469,7 +470,7 @@ func TestConsolePoolFromConfig(t *testing.T) {
 	next := testConfig()
 	next.HTTP.MaxConcurrentRequests = 7
 	next.HTTP.Console.MaxConcurrentRequests = 5
-	var logs syncBuffer
+	var logs testlog.Buffer
 	a, err := newAgent(cfg, agentOptions{logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		load: func() (*config.Config, error) { return next, nil }})
 	require.NoError(t, err)

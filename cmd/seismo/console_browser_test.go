@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seismo-agent/seismo/demo"
+	"github.com/seismo-agent/seismo/internal/testlog"
 )
 
 var updateScreenshots = flag.Bool("update-screenshots", false, "rewrite docs/console/*.png from the browser test")
@@ -132,7 +133,7 @@ func startConsoleAgent(t *testing.T, target, hook, prefix string) string {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "shop.rules.yml"), []byte(consoleRules), 0o600))
 	cfgFile := filepath.Join(dir, "seismo.yml")
 	require.NoError(t, os.WriteFile(cfgFile, fmt.Appendf(nil, consoleConfig, prefix, target, hook), 0o600))
-	var logs syncBuffer
+	var logs testlog.Buffer
 	a, err := newAgentFromFile(cfgFile, &logs)
 	require.NoError(t, err)
 	base := startAgent(t, a) + strings.TrimRight(prefix, "/")

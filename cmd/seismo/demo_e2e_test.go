@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seismo-agent/seismo/demo"
+	"github.com/seismo-agent/seismo/internal/testlog"
 )
 
 // demoE2EEnv gates TestDemoEndToEnd: it runs the full story in real time.
@@ -85,7 +86,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	amURL := startAlertmanager(t, amBin, "http://"+amHookLn.Addr().String()+"/", 5*time.Second)
 
 	dir := t.TempDir()
-	var out syncBuffer
+	var out testlog.Buffer
 	ctx, cancel := context.WithTimeout(t.Context(), demoE2EStory.Length()+demoE2ESlack)
 	defer cancel()
 	sum, err := runDemo(ctx, &out, &out, demoRunOptions{

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/seismo-agent/seismo/demo"
+	"github.com/seismo-agent/seismo/internal/testlog"
 )
 
 // TestDemoRun runs the whole demo with phases too short for detection: it
@@ -124,7 +123,7 @@ func TestSidecarConfigAgainstDemoService(t *testing.T) {
 	cfgFile := filepath.Join(dir, "seismo.yml")
 	require.NoError(t, os.WriteFile(cfgFile, []byte(text), 0o600))
 
-	var logs syncBuffer
+	var logs testlog.Buffer
 	a, err := newAgentFromFile(cfgFile, &logs)
 	require.NoError(t, err)
 	ran := make(chan error, 1)
@@ -182,22 +181,4 @@ func TestSidecarConfigAgainstDemoService(t *testing.T) {
 	cancel()
 	require.NoError(t, <-ran)
 	require.NoError(t, <-served)
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/seismo-agent/seismo/internal/testlog"
 	"github.com/seismo-agent/seismo/notify/webhook"
 )
 
@@ -59,7 +60,7 @@ func startServer(t *testing.T, name, readyURL string, args ...string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
-	var logs syncBuffer
+	var logs testlog.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {

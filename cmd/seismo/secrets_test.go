@@ -17,6 +17,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/seismo-agent/seismo/internal/config"
+	"github.com/seismo-agent/seismo/internal/testlog"
 )
 
 // Every secret the agent config below holds. None may appear in a log
@@ -145,7 +146,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	cfgText := strings.NewReplacer("TARGET", targetURL.Host, "DS_URL", dsSrv.URL, "SINK", slackSrv.URL, "AM_URL", amURL.String()).Replace(secretsYAML)
 	cfgPath := write("seismo.yml", cfgText)
 
-	var logs syncBuffer
+	var logs testlog.Buffer
 	load := func() (*config.Config, error) { return config.Load(config.LoadOptions{File: cfgPath}) }
 	cfg, err := load()
 	require.NoError(t, err)
