@@ -252,9 +252,9 @@ func (c *AutoConfig) fields() []configField {
 //  3. once the range is established, scores a value beyond the range seen
 //     so far as anomalous outright;
 //  4. scores a sample far outside a short mean and spread (the plain
-//     z-score's baseline), or, on a strong daily cycle, far from its
-//     hour's usual value, as that z-score does, unless the series often
-//     goes that far (the spike path);
+//     z-score's baseline), or, on a strong daily cycle and from the
+//     fourth day, far from its hour's usual value, as that z-score
+//     does, unless the series often goes that far (the spike path);
 //  5. after an alert, keeps State anomalous and starts no new alert until
 //     the series has been calm (score below half the threshold) for Calm
 //     samples, or at most Quiet samples, so that one incident yields one
