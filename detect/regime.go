@@ -370,9 +370,16 @@ func (a *Auto) decodeRegime(d *decoder) {
 	if d.version >= 39 { // before, the run's extremes were not kept
 		r.lo, r.hi = d.f64(), d.f64()
 	}
-	// Before format 40 no line was fitted: none, and the ratio or the
-	// shift moves the estimates.
+	// Before format 40 no line was kept. The run's samples so far count
+	// at their means, worked out from the sums: points at the means
+	// leave the line's slope as the samples after the restore draw it.
+	// At 0, as if they had been (0, 0), they pulled the line through the
+	// origin, and a gauge with an offset whose cycle halved paged as if
+	// it had moved by its ratio, or worse (TestAutoRegimeRestoredMidRun).
 	r.mx, r.me, r.vx, r.ve, r.cxe = 0, 0, 0, 0, 0
+	if r.n > 0 {
+		r.mx, r.me = r.sum/float64(r.n), r.exp/float64(r.n)
+	}
 	if d.version >= 40 {
 		r.mx, r.me, r.vx, r.ve, r.cxe = d.f64(), d.f64(), d.f64(), d.f64(), d.f64()
 	}

@@ -42,10 +42,19 @@ func lastingChange(seed uint64, factor float64) (xs []float64, incidents []int, 
 // day after the change at row change on (the change's own are not
 // counted).
 func pagedAfter(cfg AutoConfig, xs []float64, incidents []int, change int) (caught, pages int) {
+	return pagedAfterHook(cfg, xs, incidents, change, nil)
+}
+
+// pagedAfterHook is pagedAfter with before, when not nil, called with
+// the detector before each sample.
+func pagedAfterHook(cfg AutoConfig, xs []float64, incidents []int, change int, before func(*Auto)) (caught, pages int) {
 	const step, perDay = 300_000, 288
 	d := NewAuto(cfg)
 	hit := make([]bool, len(incidents))
 	for i, x := range xs {
+		if before != nil {
+			before(d)
+		}
 		v := d.Observe(int64(i)*step, x)
 		if v.Score < cfg.Threshold || d.quiet != cfg.Quiet || i < change+perDay {
 			continue // no alert, or the change's own
@@ -312,4 +321,50 @@ func TestAutoShifted(t *testing.T) {
 	require.Equal(t, 0, first, "for good: from the change")
 	require.InDelta(t, perDay, last, 2, "for good: until the new regime a day on")
 	require.Equal(t, last+1, n, "for good: throughout")
+}
+
+// TestAutoRegimeRestoredMidRun: a snapshot of format 39, which kept no
+// line through the run's samples, restored halfway through a run on a
+// gauge with 10,000 added whose daily cycle halves for good. The
+// samples before the restore count at the run's means (from its sums),
+// and the line is drawn from those after it: the later incidents page
+// as on a detector that ran through (ten seeds). Counted at 0 instead,
+// the restored run paged 19 of 60 incidents and 15 times outside them.
+func TestAutoRegimeRestoredMidRun(t *testing.T) {
+	cfg := DefaultAutoConfig()
+	var caught, pages, ranCaught, ranPages int
+	for seed := range uint64(10) {
+		xs, incidents, change := lastingChange(seed, 0.5)
+		for i := range xs {
+			xs[i] += 10_000
+		}
+		c, p := pagedAfter(cfg, xs, incidents, change)
+		ranCaught, ranPages = ranCaught+c, ranPages+p
+		restored := false
+		c, p = pagedAfterHook(cfg, xs, incidents, change, func(a *Auto) {
+			if restored || a.reg.n != 50 {
+				return
+			}
+			restored = true
+			// The run as format 39 wrote it, read back as format 39.
+			r := &a.reg
+			w := &encoder{}
+			w.u8(uint8(r.side))
+			w.u64(uint64(r.n))
+			w.f64(r.sum)
+			w.f64(r.exp)
+			w.f64(r.lo)
+			w.f64(r.hi)
+			w.i64(r.from)
+			r.before.encode(w)
+			d := &decoder{b: w.b, version: 39}
+			a.decodeRegime(d)
+			require.NoError(t, d.finish())
+		})
+		require.True(t, restored, "seed %d: no run of 50 samples to restore within", seed)
+		caught, pages = caught+c, pages+p
+	}
+	t.Logf("ran through: %d of 60 incidents paged, %d pages outside them; restored mid-run: %d, %d", ranCaught, ranPages, caught, pages)
+	require.GreaterOrEqual(t, caught, ranCaught-3, "incidents paged after the restore")
+	require.LessOrEqual(t, pages, ranPages+2, "pages outside the incidents after the restore")
 }

@@ -23,8 +23,9 @@ const snapshotVersion = 40 // 2: auto keeps the time of its first sample; storm 
 // after the latest sample the snapshot kept (see frozen). Formats before
 // 36 have no frozen_runs in auto's config, and are read as made with its
 // default; formats before 37 as keeping no slices after an incident,
-// before 38 as having seen no step off a lattice, and before 39 as
-// keeping no extremes of a run towards a new regime.
+// before 38 as having seen no step off a lattice, before 39 as keeping
+// no extremes of a run towards a new regime, and before 40 as keeping no
+// line through that run (its samples so far count at the run's means).
 const snapshotOldest = 33
 
 // ErrSnapshot is wrapped by every snapshot restore error.
