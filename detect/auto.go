@@ -1811,9 +1811,9 @@ func (a *Auto) dailyRepeat(ts int64, d, tol float64) bool {
 // (hourSpread, or countSpread on counts). Observe asks only once three
 // days have been seen (hourSpikeAfter), and uses the result only where
 // sp is at most half the short baseline's spread: where the daily
-// pattern explains at least three quarters of its variance. Elsewhere the short baseline judges as
-// well, and a slice's spread from a few visits is the noisier of the
-// two.
+// pattern explains at least three quarters of its variance. Elsewhere
+// the short baseline judges as well, and a slice's spread from a few
+// visits is the noisier of the two.
 func (a *Auto) hourSpike(ts int64, x, loc, sp float64, day *EWMA) (z float64) {
 	return a.usualDistance(ts, x, loc, day) / sp
 }
