@@ -328,6 +328,11 @@ type Auto struct {
 	// values are no counts (off any lattice, or on one of decimals).
 	perQuantum, quantum, latticeTol float64
 	offLattice, fraction            bool
+	// noClock: the timestamps are row numbers, not times, and nothing
+	// is judged by the time of day (see fitClock); derived from first
+	// and interval, not part of snapshots. It shares a word with the
+	// flags above: Auto and its allocation header fit in 2,688 bytes.
+	noClock bool
 	// Off every lattice, the step a gauge's changes agree on (see
 	// stepLattice).
 	chg stepLattice
@@ -347,6 +352,13 @@ type Auto struct {
 	// seeds' nine weeks after its regime with the band's shortcut, 4
 	// without (TestAutoRegimeKeepsItsNoise).
 	hiRun, loRun bool
+	// The slow level, the level's mean over fallHalfLife, and what it
+	// was when the highest value's bar was set, for a lasting fall in
+	// scale (see fall.go). slowAlpha, its memory per sample, is derived
+	// from the interval and not part of snapshots; a float32 fills the
+	// padding after the flags above (see noClock).
+	slowAlpha    float32
+	slow, slowHi float64
 	// The bar a record far beyond it replaced, until the next sample
 	// shows whether it held (see glitch), or a drop to 0 replaced,
 	// until the series leaves 0.
@@ -374,10 +386,6 @@ type Auto struct {
 	// (MinDayVisits, fitted; derived from interval, not in snapshots).
 	interval  int64
 	minVisits uint64
-	// noClock: the timestamps are row numbers, not times, and nothing
-	// is judged by the time of day (see fitClock); derived from first
-	// and interval, not part of snapshots.
-	noClock bool
 	// grid is the usual interval nearest the measured one (see fitGrid),
 	// on which a sample's time is read (see onGrid); 0 when the interval
 	// is no usual one. Derived from interval, not part of snapshots.
@@ -534,6 +542,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if a.n == uint64(c.WarmUp)+1 {
 			a.fitFloor()
 			a.fitInterval()
+			a.slow, a.slowHi = a.level.Loc(), a.level.Loc()
 		}
 	} else {
 		d := ts - a.prevTs
@@ -1041,6 +1050,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 			}
 			a.hiEp = a.quiet > 0
 			a.hiRun = a.hiRun && extreme == 0 // still a short history's, unless it counted
+			a.slowHi = a.slow
 		}
 		if x < a.lo {
 			if !counts || a.loEp {
@@ -1067,6 +1077,13 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 		if a.level.steady() && day != nil {
 			a.anchorOffsets()
 		}
+	}
+	// The slow level, and the records' bar after a lasting fall (see
+	// fall.go). Until the warm-up is over slowAlpha is 0, and so is the
+	// slow level.
+	a.slow += float64(a.slowAlpha) * (loc - a.slow)
+	if a.slow < fallShare*a.slowHi && a.lo > 0 {
+		a.fall()
 	}
 	if day != nil {
 		// EWMA.Update, in place once steady (see EWMA.learn).
@@ -2113,6 +2130,7 @@ func (a *Auto) fitInterval() {
 	a.fitTrend()
 	a.fitChanges()
 	a.fitLinger()
+	a.fitFall()
 }
 
 // watchInterval refits the detector to a lasting change of the
@@ -2449,6 +2467,8 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	a.mem.encode(w)
 	a.frz.encode(w)
 	a.mem.encodePrior(w)
+	w.f64(a.slow)
+	w.f64(a.slowHi)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -2573,6 +2593,14 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 		a.decodePrior(r)
 	} else {
 		a.mem.prior = nil
+	}
+	if r.version >= 41 { // before, no slow level was kept: it starts at the level
+		a.slow, a.slowHi = r.f64(), r.f64()
+		if !(finite(a.slow) && finite(a.slowHi)) && r.err == nil {
+			r.err = errorf("slow level %v, at the highest value %v", a.slow, a.slowHi)
+		}
+	} else if l := a.level.Loc(); a.n > uint64(a.cfg.WarmUp) && finite(l) {
+		a.slow, a.slowHi = l, l
 	}
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)

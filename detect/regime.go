@@ -260,6 +260,9 @@ func (a *Auto) regimeStep(ts int64, x, now, floor, scale float64, day *EWMA, slo
 	if r.lo < a.lo {
 		a.lo, a.locLo, a.loEp, a.loRun = r.lo, a.level.loc, false, true
 	}
+	// The bars are the new regime's, and so is the slow level they are
+	// measured against (see fall.go).
+	a.slow, a.slowHi = a.level.loc, a.level.loc
 	a.fitFloor()
 	r.side, r.n = 0, 0
 	r.begun++
