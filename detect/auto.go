@@ -2094,6 +2094,20 @@ func (w *warmUp) median() int64 {
 	return w.gaps[(len(w.gaps)-1)/2]
 }
 
+// WarmUpInterval returns the interval auto measures for a series whose
+// first samples are at times, with a warm-up of n samples: the median
+// of the positive gaps among its first n+1 samples (see warmUp.median),
+// 0 where there are none.
+func WarmUpInterval(times []int64, n int) int64 {
+	var w warmUp
+	for i := 1; i <= n && i < len(times); i++ {
+		if d := times[i] - times[i-1]; d > 0 {
+			w.gaps = append(w.gaps, d)
+		}
+	}
+	return w.median()
+}
+
 // usualIntervals are the intervals scrapes, rule groups and exports
 // use.
 var usualIntervals = [...]int64{
@@ -2103,8 +2117,8 @@ var usualIntervals = [...]int64{
 }
 
 // fitGrid sets grid: the usual interval within a tenth of the one
-// measured (the least gap of the warm-up, which timestamps that wander
-// shorten), if there is one.
+// measured (the warm-up's median gap, see warmUp.median), if there is
+// one.
 func (a *Auto) fitGrid() {
 	a.grid = 0
 	if a.noClock || a.synthStep > 0 || a.interval <= 0 {
@@ -2152,10 +2166,10 @@ func (a *Auto) onGrid(ts int64) int64 {
 }
 
 // RowNumbers reports whether a series that starts at first (Unix ms)
-// with samples step ms apart (the least interval between its first
-// samples) is timestamped by row number rather than by time: a second
-// apart or less from before 2000 (see fitClock). auto judges such a
-// series without the time of day.
+// with samples step ms apart (auto's interval, see warmUp.median) is
+// timestamped by row number rather than by time: a second apart or
+// less from before 2000 (see fitClock). auto judges such a series
+// without the time of day.
 func RowNumbers(first, step int64) bool {
 	return step > 0 && step <= 1000 && first < clockEpoch
 }

@@ -217,3 +217,43 @@ func TestAutoOnGrid(t *testing.T) {
 		require.Equal(t, tc.want, a.onGrid(tc.ts), tc.why)
 	}
 }
+
+// TestWarmUpInterval: the interval is the median gap of the warm-up,
+// through missed samples and wandering times, and auto measures the
+// same one as WarmUpInterval, which `seismo bench nab` uses to count
+// series timestamped by row number.
+func TestWarmUpInterval(t *testing.T) {
+	const step = 300_000
+	times := func(f func(i int) int64) []int64 {
+		ts := make([]int64, 0, 40)
+		for i := range 40 {
+			ts = append(ts, int64(i)*step+f(i))
+		}
+		return ts
+	}
+	regular := times(func(int) int64 { return 0 })
+	require.Equal(t, int64(step), WarmUpInterval(regular, 30))
+	var missed []int64 // every third sample missing: gaps of one and two intervals
+	for i, ts := range regular {
+		if i%3 != 2 {
+			missed = append(missed, ts)
+		}
+	}
+	require.Equal(t, int64(step), WarmUpInterval(missed, 30))
+	rng := rand.New(rand.NewPCG(5, 5))
+	wander := times(func(int) int64 { return int64((rng.Float64()*2 - 1) * 0.1 * step) })
+	got := WarmUpInterval(wander, 30)
+	require.InDelta(t, step, got, 0.1*step, "times moved by up to a tenth")
+	least := int64(math.MaxInt64)
+	for i := 1; i <= 30; i++ {
+		least = min(least, wander[i]-wander[i-1])
+	}
+	require.Less(t, least, int64(0.9*step), "the least gap is more than a tenth short")
+	d := NewAuto(DefaultAutoConfig())
+	for i, ts := range wander {
+		d.Observe(1_600_000_000_000+ts, float64(i%7))
+	}
+	require.Equal(t, got, d.interval, "auto's own")
+	require.Equal(t, int64(step), d.grid)
+	require.Zero(t, WarmUpInterval(regular[:1], 30), "no gap")
+}

@@ -292,8 +292,8 @@ func isTerminal(w io.Writer) bool {
 }
 
 // rowNumbered counts the files whose timestamps are row numbers, as auto
-// tells them (detect.RowNumbers): by the first timestamp and the least
-// interval within the warm-up's samples.
+// tells them (detect.RowNumbers): by the first timestamp and the interval
+// auto measures in its warm-up (detect.WarmUpInterval).
 func rowNumbered(c *nab.Corpus) int {
 	n := 0
 	warm := detect.DefaultAutoConfig().WarmUp
@@ -301,13 +301,7 @@ func rowNumbered(c *nab.Corpus) int {
 		if len(f.Times) < 2 {
 			continue
 		}
-		step := int64(0)
-		for i := 1; i <= warm && i < len(f.Times); i++ {
-			if d := f.Times[i] - f.Times[i-1]; d > 0 && (step == 0 || d < step) {
-				step = d
-			}
-		}
-		if detect.RowNumbers(f.Times[0], step) {
+		if detect.RowNumbers(f.Times[0], detect.WarmUpInterval(f.Times, warm)) {
 			n++
 		}
 	}
