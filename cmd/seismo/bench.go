@@ -22,7 +22,7 @@ func registerBench(app *kingpin.Application, cli *cliEnv) {
 	cmd.Flag("data", "NAB corpus directory (holds data/ and labels/).").Required().ExistingDirVar(&o.data)
 	cmd.Flag("out", "Write NAB-format result files under this directory (<out>/<detector>/<category>/<detector>_<file>.csv).").StringVar(&o.out)
 	cmd.Flag("detector", "Detector type to run, as rule files name it.").Default("auto").StringVar(&o.detector)
-	cmd.Flag("threshold", "Alert threshold for the fixed-threshold score (default: the detector's own).").Float64Var(&o.threshold)
+	cmd.Flag("threshold", "The detector's alert threshold, as a rule's detector block sets it: the detector runs with it, and the fixed-threshold score is taken at it (default: the detector's own).").Float64Var(&o.threshold)
 	cmd.Flag("report", "Also print standard scores per category, at the optimised and the fixed threshold.").BoolVar(&o.report)
 	cmd.Flag("files", "Also print, per file, its score at the alert threshold (the detector's own, or --threshold), the windows it missed and when its false alarms came.").BoolVar(&o.files)
 	cmd.Flag("cross-validate", "Also print cross-validated scores: the threshold tuned on all categories but one (or on half of them) and scored on the held-out ones.").BoolVar(&o.crossValidate)
@@ -84,12 +84,14 @@ func benchNAB(ctx context.Context, stdout, stderr io.Writer, o benchNABOptions) 
 	if err != nil {
 		return err
 	}
+	if o.threshold != 0 {
+		if err := nab.SetThreshold(cfg, o.threshold); err != nil {
+			return fmt.Errorf("--threshold: detector %q: %w", o.detector, err)
+		}
+	}
 	newDetector, threshold, err := nab.Factory(cfg)
 	if err != nil {
 		return fmt.Errorf("detector %q: %w", o.detector, err)
-	}
-	if o.threshold != 0 {
-		threshold = o.threshold
 	}
 	var progress func(done, total int)
 	if o.progress {

@@ -72,6 +72,12 @@ func TestBenchNAB(t *testing.T) {
 			stdout: []string{`detector "mad"`, "0.9 "},
 		},
 		{
+			name:   "threshold out of range",
+			args:   []string{"bench", "nab", "--data", data, "--threshold", "2"},
+			code:   1,
+			stderr: `detector "auto": threshold: must be in (0, 1], got 2`,
+		},
+		{
 			name: "per-category report and cross-validation",
 			args: []string{"bench", "nab", "--data", data, "--detector", "zscore", "--report", "--cross-validate"},
 			stdout: []string{`detector "zscore"`, "per category", "cat                        1       1       2",
