@@ -600,7 +600,7 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	// A run of samples beyond every estimate of normal may be a new
 	// regime (see regime); once it is, everything below is judged from
 	// the estimates it moved.
-	if (math.Abs(x-now) >= regimeZ*scale || a.reg.side != 0) && a.regimeStep(ts, x, now, floor, scale, day, slot) {
+	if (math.Abs(x-now) >= regimeZ*scale || a.reg.side != 0 || a.hourBeyond(x, floor, scale, day)) && a.regimeStep(ts, x, now, floor, scale, day, slot) {
 		loc = a.level.Loc()
 		now = loc + a.lag*a.slope
 		reach = a.floorReach(loc)
@@ -1209,8 +1209,8 @@ func (a *Auto) Observe(ts int64, x float64) (v Verdict) {
 	}
 	dir := direction(x, exp)
 	l := &a.last
-	ep := a.quiet > 0     // the episode this sample opened or continued has not ended
-	sh := a.reg.side != 0 // a run beyond the estimates from before it (see regime)
+	ep := a.quiet > 0                        // the episode this sample opened or continued has not ended
+	sh := a.reg.side != 0 && !a.reg.hourOnly // a run beyond the estimates from before it (see regime)
 	lg := a.mem.lingering
 	l.Score, l.Expected, l.Lower, l.Upper, l.Direction, l.State, l.Evidence, l.Episode, l.Shifted, l.Lingering = score, exp, lower, upper, dir, state, ev, ep, sh, lg
 	v.Score, v.Expected, v.Lower, v.Upper, v.Direction, v.State, v.Evidence, v.Episode, v.Shifted, v.Lingering = score, exp, lower, upper, dir, state, ev, ep, sh, lg
@@ -2689,9 +2689,9 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 	a.fitFloor()
 	a.fitInterval()
 	a.last = decodeVerdict(r)
-	a.last.Episode = a.quiet > 0                  // not kept: the episode is the quiet period
-	a.last.Shifted = a.reg.side != 0              // nor this: the run under way is
-	a.mem.lingering = a.mem.on && a.mem.lingers() // over the window fitInterval fitted
+	a.last.Episode = a.quiet > 0                        // not kept: the episode is the quiet period
+	a.last.Shifted = a.reg.side != 0 && !a.reg.hourOnly // nor this: the run under way is
+	a.mem.lingering = a.mem.on && a.mem.lingers()       // over the window fitInterval fitted
 	a.last.Lingering = a.mem.lingering
 	return r.finish()
 }

@@ -132,8 +132,10 @@ type Verdict struct {
 	// spreads, and the hour's where its slice is known), on one side: a
 	// lasting move, which becomes the series' new normal (a new regime)
 	// once it has held for a day. A rule keeps an alert on such a move
-	// firing while it lasts (rules, "One incident, one page"). Only auto
-	// sets it.
+	// firing while it lasts (rules, "One incident, one page"). A run
+	// auto follows on the time of day alone, within the level's spreads,
+	// is not Shifted: it becomes a new regime after three days, and no
+	// alert is held on it. Only auto sets it.
 	Shifted bool
 	// Lingering is true while the series stays away from the normal it
 	// had when its latest episode alerted: more than a ninth of its
