@@ -148,9 +148,10 @@ type estimates struct {
 const regimeZ = 3
 
 // hourBeyond reports whether x may begin a run on its time of day alone:
-// its slice is known and x lies regimeZ of the slice's own spreads from
-// its usual value. Observe calls regimeStep for such a sample as for one
-// beyond the level.
+// its slice is known, x lies regimeZ of the slice's own spreads from its
+// usual value (sliceBeyond, which regimeStep judges a run's samples by
+// too), and the day's shape explains the series (hourExplains). Observe
+// calls regimeStep for such a sample as for one beyond the level.
 //
 // A run is judged in the slice's own spread, not in hourSpread's, which
 // a quarter of the level's holds up for a single sample: a run must stay
@@ -163,14 +164,15 @@ const regimeZ = 3
 // judged the days after it in a band six times the noise
 // (docs/detectors.md, "A halved daily cycle is a new regime").
 func (a *Auto) hourBeyond(x, floor, scale float64, day *EWMA) bool {
-	if day == nil {
-		return false
-	}
-	// Most samples lie within: that is tested first.
-	if d := x - day.mean; d*d < regimeZ*regimeZ*maxf(day.vr, floor*floor) {
-		return false
-	}
-	return day.n >= a.minVisits && a.hourExplains(scale)
+	return day != nil && a.sliceBeyond(x, floor, day) && a.hourExplains(scale)
+}
+
+// sliceBeyond reports whether x lies regimeZ or more of its time-of-day
+// slice's own spreads (floored at floor) from the slice's mean, once the
+// slice is known. Most samples lie within, which is tested first.
+func (a *Auto) sliceBeyond(x, floor float64, day *EWMA) bool {
+	d := x - day.mean
+	return d*d >= regimeZ*regimeZ*maxf(day.vr, floor*floor) && day.n >= a.minVisits
 }
 
 // hourExplains reports whether the day's shape explains a series with
@@ -239,14 +241,15 @@ func (a *Auto) regimeStep(ts int64, x, now, floor, scale float64, day *EWMA, slo
 		}
 	}
 	side, exp, hourOnly := int8(0), now, false
+	counts := a.recordsCount(ts)
 	switch d := x - now; {
-	case !a.recordsCount(ts):
+	case !counts:
 	case d >= regimeZ*scale:
 		side = 1
 	case d <= -regimeZ*scale:
 		side = -1
 	}
-	if day != nil && (r.side != 0 || a.recordsCount(ts)) {
+	if day != nil && (r.side != 0 || counts) {
 		// The time of day must not expect it: a known slice, and x as
 		// far from its mean, in the slice's own spread. Within a run the
 		// hour alone judges: on a daily cycle the level's spread is the
@@ -256,9 +259,9 @@ func (a *Auto) regimeStep(ts int64, x, now, floor, scale float64, day *EWMA, slo
 		// night, a halved daily cycle lies within the level's spread too.
 		exp = day.Mean()
 		hour := int8(0)
-		if d := x - exp; day.Count() >= a.minVisits && d*d >= regimeZ*regimeZ*maxf(day.Var(), floor*floor) {
+		if a.sliceBeyond(x, floor, day) {
 			hour = 1
-			if d < 0 {
+			if x < exp {
 				hour = -1
 			}
 		}
