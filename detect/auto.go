@@ -288,6 +288,10 @@ type Auto struct {
 	first     int64   // timestamp of the first sample
 	spike     EWMA    // the spike path's baseline
 	crossings uint64  // spike-path crossings after the warm-up, once per excursion
+	// The samples before the run that began the current regime (0
+	// before any): the spike path's rate counts crossings and jumps
+	// from there (see routine and regimeStep).
+	rateFrom uint64
 	// The same crossings by the time-of-day slice their excursion began
 	// in (exSlot; nil without DayBuckets), so that crossings that come
 	// at one time of day are that hour's routine (see hourRoutine).
@@ -1591,11 +1595,12 @@ func (a *Auto) spikePath(m, d, v, jump, jumpBound, hourZ float64, out bool, slot
 }
 
 // routine reports whether count excursions of the spike path since the
-// warm-up are more than it allows, SpikeRate of the samples seen and one
-// more (one event is no rate): excursions that come that often are the
-// series' routine, not news.
+// warm-up (or, after a new regime, since its run began: see
+// regimeStep) are more than it allows, SpikeRate of the samples seen
+// since and one more (one event is no rate): excursions that come that
+// often are the series' routine, not news.
 func (a *Auto) routine(count uint64) bool {
-	seen := a.n - min(a.n, uint64(a.cfg.WarmUp))
+	seen := a.n - min(a.n, max(uint64(a.cfg.WarmUp), a.rateFrom))
 	return float64(count) > 1+a.cfg.SpikeRate*float64(seen)
 }
 
@@ -2526,6 +2531,7 @@ func (a *Auto) MarshalBinary() ([]byte, error) {
 	a.mem.encodePrior(w)
 	w.f64(a.slow)
 	w.f64(a.slowHi)
+	w.u64(a.rateFrom)
 	if a.cfg.DayBuckets > 0 {
 		a.day.encode(w)
 		a.dayLik.encode(w)
@@ -2658,6 +2664,12 @@ func (a *Auto) UnmarshalBinary(b []byte) error {
 		}
 	} else if l := a.level.Loc(); a.n > uint64(a.cfg.WarmUp) && finite(l) {
 		a.slow, a.slowHi = l, l
+	}
+	a.rateFrom = 0 // before format 43 the rate counted from the warm-up
+	if r.version >= 43 {
+		if a.rateFrom = r.u64(); a.rateFrom > a.n && r.err == nil {
+			r.err = errorf("spike rate counted from sample %d of %d", a.rateFrom, a.n)
+		}
 	}
 	if a.cfg.DayBuckets > 0 {
 		a.day.decode(r)

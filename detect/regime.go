@@ -137,6 +137,10 @@ type estimates struct {
 	lik, dayLik, stepLk  Likelihood
 	lo, hi, locLo, locHi float64
 	loEp, hiEp           bool
+	// The spike path's crossings and jumps so far and the samples seen,
+	// at the run's start (see regimeStep). Snapshots before format 43
+	// did not keep them: a run restored from one keeps every crossing.
+	crossings, jumps, n uint64
 	// The time-of-day slices' means and variances (nil when DayBuckets
 	// is 0), and their offsets from the level.
 	day, offset []offset
@@ -322,6 +326,16 @@ func (a *Auto) regimeStep(ts int64, x, now, floor, scale float64, day *EWMA, slo
 		ks = min(max(a.step.mad/m, k), 1)
 	}
 	a.apply(r.before, k, d, ks)
+	// The spike path's rate is the new regime's too: the crossings and
+	// jumps that made spikes routine before the run were the old
+	// regime's, and it counts from the run's first sample on, the run's
+	// own crossings included. A series whose spikes stay routine shows
+	// them again within the run; a quiet one whose few spikes at the
+	// old level had used up its allowance pages again (docs/detectors.md,
+	// "A new regime counts its own spikes").
+	a.crossings -= min(a.crossings, r.before.crossings)
+	a.jumps -= min(a.jumps, r.before.jumps)
+	a.rateFrom = r.before.n
 	// The bars: the moved ones, or the run's extremes beyond them.
 	if r.hi > a.hi {
 		a.hi, a.locHi, a.hiEp, a.hiRun = r.hi, a.level.loc, false, true
@@ -366,6 +380,7 @@ func (e *estimates) save(a *Auto) {
 	e.spike, e.trendLevel, e.trendSlope, e.trendErr = a.spike, a.trendLevel, a.trendSlope, a.trendErr
 	e.lik, e.dayLik, e.stepLk = a.lik, a.dayLik, a.stepLk
 	e.lo, e.hi, e.locLo, e.locHi, e.loEp, e.hiEp = a.lo, a.hi, a.locLo, a.locHi, a.loEp, a.hiEp
+	e.crossings, e.jumps, e.n = a.crossings, a.jumps, a.n-1 // a.n counts x, the run's first sample
 	for i := range e.day {
 		b := &a.day.buckets[i]
 		e.day[i] = offset{b.mean, b.vr}
@@ -471,6 +486,10 @@ func (a *Auto) decodeRegime(d *decoder) {
 		r.before = a.newEstimates()
 	}
 	r.before.decode(d)
+	if b := r.before; (b.n >= a.n || b.crossings > a.crossings || b.jumps > a.jumps) && d.version >= 43 && d.err == nil {
+		d.err = errorf("regime run begun after sample %d with %d crossings and %d jumps, at sample %d with %d and %d",
+			b.n, b.crossings, b.jumps, a.n, a.crossings, a.jumps)
+	}
 }
 
 func (e *estimates) encode(w *encoder) {
@@ -496,6 +515,9 @@ func (e *estimates) encode(w *encoder) {
 		w.f64(e.offset[i].mean)
 		w.f64(e.offset[i].vr)
 	}
+	w.u64(e.crossings)
+	w.u64(e.jumps)
+	w.u64(e.n)
 }
 
 func (e *estimates) decode(d *decoder) {
@@ -520,5 +542,9 @@ func (e *estimates) decode(d *decoder) {
 		e.day[i].vr = d.f64()
 		e.offset[i].mean = d.f64()
 		e.offset[i].vr = d.f64()
+	}
+	e.crossings, e.jumps, e.n = 0, 0, 0
+	if d.version >= 43 {
+		e.crossings, e.jumps, e.n = d.u64(), d.u64(), d.u64()
 	}
 }
