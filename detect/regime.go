@@ -137,10 +137,9 @@ type estimates struct {
 	lik, dayLik, stepLk  Likelihood
 	lo, hi, locLo, locHi float64
 	loEp, hiEp           bool
-	// The spike path's crossings and jumps so far and the samples seen,
-	// at the run's start (see regimeStep). Snapshots before format 43
-	// did not keep them: a run restored from one keeps every crossing.
-	crossings, jumps, n uint64
+	// The spike path's crossings and jumps at the run's start (see
+	// regimeStep).
+	crossings, jumps uint64
 	// The time-of-day slices' means and variances (nil when DayBuckets
 	// is 0), and their offsets from the level.
 	day, offset []offset
@@ -335,7 +334,7 @@ func (a *Auto) regimeStep(ts int64, x, now, floor, scale float64, day *EWMA, slo
 	// "A new regime counts its own spikes").
 	a.crossings -= min(a.crossings, r.before.crossings)
 	a.jumps -= min(a.jumps, r.before.jumps)
-	a.rateFrom = r.before.n
+	a.rateFrom = a.n - min(a.n, uint64(r.n)) // the samples before the run's first
 	// The bars: the moved ones, or the run's extremes beyond them.
 	if r.hi > a.hi {
 		a.hi, a.locHi, a.hiEp, a.hiRun = r.hi, a.level.loc, false, true
@@ -380,7 +379,7 @@ func (e *estimates) save(a *Auto) {
 	e.spike, e.trendLevel, e.trendSlope, e.trendErr = a.spike, a.trendLevel, a.trendSlope, a.trendErr
 	e.lik, e.dayLik, e.stepLk = a.lik, a.dayLik, a.stepLk
 	e.lo, e.hi, e.locLo, e.locHi, e.loEp, e.hiEp = a.lo, a.hi, a.locLo, a.locHi, a.loEp, a.hiEp
-	e.crossings, e.jumps, e.n = a.crossings, a.jumps, a.n-1 // a.n counts x, the run's first sample
+	e.crossings, e.jumps = a.crossings, a.jumps
 	for i := range e.day {
 		b := &a.day.buckets[i]
 		e.day[i] = offset{b.mean, b.vr}
@@ -486,9 +485,16 @@ func (a *Auto) decodeRegime(d *decoder) {
 		r.before = a.newEstimates()
 	}
 	r.before.decode(d)
-	if b := r.before; (b.n >= a.n || b.crossings > a.crossings || b.jumps > a.jumps) && d.version >= 43 && d.err == nil {
-		d.err = errorf("regime run begun after sample %d with %d crossings and %d jumps, at sample %d with %d and %d",
-			b.n, b.crossings, b.jumps, a.n, a.crossings, a.jumps)
+	if b := r.before; d.version < 43 {
+		// Not kept before format 43: the crossings and jumps since the
+		// restore are the run's own.
+		b.crossings, b.jumps = a.crossings, a.jumps
+	} else if (b.crossings > a.crossings || b.jumps > a.jumps) && d.err == nil {
+		d.err = errorf("regime run begun with %d crossings and %d jumps, at %d and %d now",
+			b.crossings, b.jumps, a.crossings, a.jumps)
+	}
+	if uint64(r.n) > a.n && d.err == nil {
+		d.err = errorf("regime run of %d samples in %d", r.n, a.n)
 	}
 }
 
@@ -517,7 +523,6 @@ func (e *estimates) encode(w *encoder) {
 	}
 	w.u64(e.crossings)
 	w.u64(e.jumps)
-	w.u64(e.n)
 }
 
 func (e *estimates) decode(d *decoder) {
@@ -543,8 +548,8 @@ func (e *estimates) decode(d *decoder) {
 		e.offset[i].mean = d.f64()
 		e.offset[i].vr = d.f64()
 	}
-	e.crossings, e.jumps, e.n = 0, 0, 0
-	if d.version >= 43 {
-		e.crossings, e.jumps, e.n = d.u64(), d.u64(), d.u64()
+	e.crossings, e.jumps = 0, 0
+	if d.version >= 43 { // before, see decodeRegime
+		e.crossings, e.jumps = d.u64(), d.u64()
 	}
 }

@@ -112,3 +112,47 @@ func TestAutoNewRegimeKeepsRoutineSpikes(t *testing.T) {
 	require.GreaterOrEqual(t, routine, 8, "the spikes before the move are routine")
 	require.Zero(t, pages)
 }
+
+// TestAutoRegimeCountsRestored: a run under way written by format 42,
+// which kept no counts of the spike path at the run's start, and read
+// back: the crossings and jumps from the restore on are the run's own,
+// and at the regime the rate counts from the run's first sample. As
+// written by format 43, the counts at the run's start come back as
+// they were.
+func TestAutoRegimeCountsRestored(t *testing.T) {
+	const step = 300_000
+	xs, change, _ := spikyMove(1, 0)
+	d := NewAuto(DefaultAutoConfig())
+	for i, x := range xs[:change+50] {
+		d.Observe(int64(i)*step, x)
+	}
+	require.NotZero(t, d.reg.side, "a run under way")
+	d.crossings, d.jumps = 7, 3
+	d.reg.before.crossings, d.reg.before.jumps = 5, 2
+	for _, tc := range []struct {
+		version          byte
+		crossings, jumps uint64
+	}{{42, 7, 3}, {43, 5, 2}} {
+		w := &encoder{}
+		d.reg.encode(w)
+		if tc.version < 43 {
+			w.b = w.b[:len(w.b)-2*8] // format 42's estimates end before the counts
+		}
+		r := NewAuto(DefaultAutoConfig())
+		r.n, r.crossings, r.jumps = d.n, d.crossings, d.jumps
+		dec := &decoder{b: w.b, version: tc.version}
+		r.decodeRegime(dec)
+		require.NoError(t, dec.finish(), "format %d", tc.version)
+		require.Equal(t, tc.crossings, r.reg.before.crossings, "format %d", tc.version)
+		require.Equal(t, tc.jumps, r.reg.before.jumps, "format %d", tc.version)
+	}
+	// Counts at the run's start beyond those now: a corrupt snapshot.
+	d.reg.before.crossings = 8
+	w := &encoder{}
+	d.reg.encode(w)
+	r := NewAuto(DefaultAutoConfig())
+	r.n, r.crossings, r.jumps = d.n, d.crossings, d.jumps
+	dec := &decoder{b: w.b, version: snapshotVersion}
+	r.decodeRegime(dec)
+	require.ErrorContains(t, dec.finish(), "regime run begun with 8 crossings and 2 jumps, at 7 and 3 now")
+}

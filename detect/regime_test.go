@@ -357,9 +357,9 @@ func TestAutoRegimeRestoredMidRun(t *testing.T) {
 			w.f64(r.hi)
 			w.i64(r.from)
 			r.before.encode(w)
-			// Format 39's estimates end before the spike path's three
+			// Format 39's estimates end before the spike path's two
 			// counts that format 43 added.
-			w.b = w.b[:len(w.b)-3*8]
+			w.b = w.b[:len(w.b)-2*8]
 			d := &decoder{b: w.b, version: 39}
 			a.decodeRegime(d)
 			require.NoError(t, d.finish())
